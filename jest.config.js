@@ -8,6 +8,6 @@ module.exports = {
   maxWorkers: 2,
   testTimeout: 30000,
   transform: {
-    '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json', isolatedModules: true }],
+    '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }],
   },
 };

@@ -1,0 +1,87 @@
+import { filter, map, take } from 'rxjs';
+import { PassThrough } from 'node:stream';
+import { createFlow, fromIterable, fromReadable, Flow } from '../../src/flow';
+
+describe('Flow core', () => {
+  it('emits nothing before the first request and never more than requested', () => {
+    const seen: number[] = [];
+    const sub = fromIterable([1, 2, 3, 4]).subscribeWithDemand({ next: (v) => seen.push(v) });
+    expect(seen).toEqual([]);
+    sub.request(2);
+    expect(seen).toEqual([1, 2]);
+    sub.request(1);
+    expect(seen).toEqual([1, 2, 3]);
+  });
+
+  it('completes right after the last element without extra demand', () => {
+    let completed = false;
+    fromIterable([1, 2]).subscribeWithDemand({ complete: () => (completed = true) }).request(2);
+    expect(completed).toBe(true);
+  });
+
+  it('signals RangeError citing rule 3.9 on request(0) and cancels upstream', () => {
+    let cancelled = false;
+    let error: unknown;
+    const flow = createFlow<number>((sink) => {
+      sink.onCancel(() => (cancelled = true));
+    });
+    flow.subscribeWithDemand({ error: (e) => (error = e) }).request(0);
+    expect(error).toBeInstanceOf(RangeError);
+    expect(String((error as Error).message)).toMatch(/3\.9/);
+    expect(cancelled).toBe(true);
+  });
+
+  it('plain RxJS subscribe means unbounded demand', () => {
+    const seen: number[] = [];
+    fromIterable([1, 2, 3]).subscribe((v) => seen.push(v));
+    expect(seen).toEqual([1, 2, 3]);
+  });
+
+  it('lifts RxJS map and filter, replenishing demand for filtered elements', () => {
+    const requests: number[] = [];
+    const src = createFlow<number>((sink) => {
+      let i = 0;
+      sink.onRequest((n) => {
+        requests.push(n);
+        for (let k = 0; k < n; k++) sink.next(i++);
+      });
+    });
+    const seen: number[] = [];
+    const out: Flow<number> = src.pipe(
+      filter((x: number) => x % 2 === 0),
+      map((x: number) => x * 10),
+    );
+    out.subscribeWithDemand({ next: (v) => seen.push(v) }).request(3);
+    expect(seen).toEqual([0, 20, 40]);
+  });
+
+  it('a lifted take completes and cancels upstream', () => {
+    let cancelled = false;
+    const src = createFlow<number>((sink) => {
+      sink.onCancel(() => (cancelled = true));
+      sink.onRequest((n) => {
+        for (let k = 0; k < Math.min(n, 10); k++) sink.next(k);
+      });
+    });
+    let done = false;
+    src.pipe(take(2)).subscribeWithDemand({ complete: () => (done = true) }).request(5);
+    expect(done).toBe(true);
+    expect(cancelled).toBe(true);
+  });
+
+  it('fromReadable pauses the stream while demand is 0', async () => {
+    const body = new PassThrough();
+    const got: string[] = [];
+    const sub = fromReadable<Buffer>(body).subscribeWithDemand({ next: (c) => got.push(c.toString()) });
+    body.write('a');
+    body.write('b');
+    await new Promise((r) => setImmediate(r));
+    expect(got).toEqual([]);
+    expect(body.isPaused()).toBe(true);
+    sub.request(1);
+    await new Promise((r) => setImmediate(r));
+    expect(got.join('')).toMatch(/^a/);
+    sub.cancel();
+    expect(body.destroyed).toBe(true);
+  });
+});

@@ -1,0 +1,2 @@
+// Public exports of src/client (re-exports only).
+export {};

@@ -1,0 +1,2 @@
+// Public exports of src/express (re-exports only).
+export {};

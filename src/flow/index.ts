@@ -1,0 +1,13 @@
+export { Flow } from './flow';
+export type { FlowOperator, FlowPipeable } from './flow';
+export type { FlowContext, FlowObserver, FlowSubscription, Publisher, Subscriber, Subscription } from './types';
+export { addDemand, isValidRequest, UNBOUNDED } from './demand';
+export { ArrayQueue } from './queue';
+export { createFlow } from './sources/create';
+export type { CreateFlowOptions, CreateOverflowStrategy, FlowSink } from './sources/create';
+export { fromIterable } from './sources/iterable';
+export { fromReadable } from './sources/readable';
+export type { FromReadableOptions } from './sources/readable';
+export { fromAsyncIterable, fromReadableStream } from './sources/readable-stream';
+export { liftRx } from './lift-rx';
+export * from './operators';

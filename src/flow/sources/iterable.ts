@@ -1,0 +1,97 @@
+import { addDemand } from '../demand';
+import { discard } from '../discard';
+import { Flow } from '../flow';
+import type { FlowContext, Subscriber, Subscription } from '../types';
+
+/**
+ * Emits the elements of a synchronous iterable, synchronously inside `request(n)`, then
+ * completes as soon as the last one was emitted (no extra demand needed). Mirrors Reactor
+ * `Flux.fromIterable` / `Flux.range`: an empty iterable completes at subscription.
+ *
+ * Demand: pulls exactly one element ahead of each emission to learn whether it was the last.
+ * Discard: on cancel, the pulled-ahead element and, for arrays, the rest of the array.
+ *
+ * @example
+ * fromIterable([1, 2, 3]).subscribeWithDemand({ next: console.log }).request(2); // 1, 2
+ */
+export function fromIterable<T>(iterable: Iterable<T>): Flow<T> {
+  return new Flow<T>((actual, context) => {
+    let iterator: Iterator<T>;
+    let first: IteratorResult<T>;
+    try {
+      iterator = iterable[Symbol.iterator]();
+      first = iterator.next();
+    } catch (err) {
+      actual.onSubscribe(NOOP_SUBSCRIPTION);
+      actual.onError(err);
+      return;
+    }
+    if (first.done) {
+      actual.onSubscribe(NOOP_SUBSCRIPTION);
+      actual.onComplete();
+      return;
+    }
+    actual.onSubscribe(new IterableSubscription(actual, context, iterator, first.value, Array.isArray(iterable) ? iterable : undefined));
+  });
+}
+
+/** A subscription that ignores requests: for sources that terminate at once. */
+export const NOOP_SUBSCRIPTION: Subscription = Object.freeze({
+  request() {},
+  cancel() {},
+});
+
+class IterableSubscription<T> implements Subscription {
+  private demand = 0;
+  private emitting = false;
+  private finished = false;
+  private index = 0;
+
+  constructor(
+    private readonly actual: Subscriber<T>,
+    private readonly context: FlowContext,
+    private readonly iterator: Iterator<T>,
+    private lookahead: T,
+    private readonly array: readonly T[] | undefined,
+  ) {}
+
+  request(n: number): void {
+    if (this.finished) return;
+    this.demand = addDemand(this.demand, n);
+    if (this.emitting) return; // the running loop sees the new demand
+    this.emitting = true;
+    try {
+      while (this.demand > 0 && !this.finished) {
+        const value = this.lookahead;
+        if (this.demand !== Infinity) this.demand--;
+        this.index++;
+        this.actual.onNext(value);
+        if (this.finished) return;
+        let next: IteratorResult<T>;
+        try {
+          next = this.iterator.next();
+        } catch (err) {
+          this.finished = true;
+          this.actual.onError(err);
+          return;
+        }
+        if (next.done) {
+          this.finished = true;
+          this.actual.onComplete();
+          return;
+        }
+        this.lookahead = next.value;
+      }
+    } finally {
+      this.emitting = false;
+    }
+  }
+
+  cancel(): void {
+    if (this.finished) return;
+    this.finished = true;
+    if (this.context.onDiscard === undefined) return;
+    discard(this.context, this.lookahead);
+    if (this.array) for (let i = this.index + 1; i < this.array.length; i++) discard(this.context, this.array[i]);
+  }
+}
