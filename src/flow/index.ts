@@ -3,6 +3,7 @@ export type { FlowOperator, FlowPipeable } from './flow';
 export type { FlowContext, FlowObserver, FlowSubscription, Publisher, Subscriber, Subscription } from './types';
 export { addDemand, isValidRequest, UNBOUNDED } from './demand';
 export { ArrayQueue } from './queue';
+export { ByteBudget, utf8Size } from './budget';
 export { createFlow } from './sources/create';
 export type { CreateFlowOptions, CreateOverflowStrategy, FlowSink } from './sources/create';
 export { fromIterable } from './sources/iterable';

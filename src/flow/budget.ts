@@ -1,0 +1,64 @@
+/**
+ * A per-stream byte budget shared by every buffer of one stream: the operators that park
+ * elements and the Express bridge's in-flight writes (`res.writableLength`). Counted in encoded
+ * UTF-8 bytes, never in items or string length.
+ *
+ * Acquire before buffering (`used + size > maxBytes` refuses, so one large element never
+ * overshoots), release as soon as the bytes leave the buffer. The owner of the budget is the
+ * stream; each stage that buffers is the owner of the bytes it acquired.
+ *
+ * @example
+ * const budget = new ByteBudget(64 * 1024);
+ * if (!budget.tryAcquire(4)) throw new BufferOverflowError();
+ * budget.release(4);
+ */
+export class ByteBudget {
+  private usedBytes = 0;
+  private peakBytes = 0;
+
+  /** @param maxBytes the budget in bytes, at least 1 (`Infinity` for an unbounded account). */
+  constructor(readonly maxBytes: number) {
+    if (!(maxBytes >= 1)) throw new RangeError(`ByteBudget: maxBytes must be >= 1, got ${maxBytes}`);
+  }
+
+  /** Bytes currently held by all owners. */
+  get used(): number {
+    return this.usedBytes;
+  }
+
+  /** The most bytes ever held at once, for metrics and tests. */
+  get peak(): number {
+    return this.peakBytes;
+  }
+
+  /** Bytes still available. */
+  get available(): number {
+    return this.maxBytes - this.usedBytes;
+  }
+
+  /** Takes `bytes` from the budget; `false` (and nothing taken) when it would exceed `maxBytes`. */
+  tryAcquire(bytes: number): boolean {
+    if (this.usedBytes + bytes > this.maxBytes) return false;
+    this.usedBytes += bytes;
+    if (this.usedBytes > this.peakBytes) this.peakBytes = this.usedBytes;
+    return true;
+  }
+
+  /** Returns `bytes` to the budget. */
+  release(bytes: number): void {
+    this.usedBytes = Math.max(0, this.usedBytes - bytes);
+  }
+}
+
+/**
+ * The size of an element in bytes: UTF-8 length of a string, `byteLength` of a Buffer, typed
+ * array or ArrayBuffer, and the UTF-8 length of its JSON text for anything else.
+ */
+export function utf8Size(value: unknown): number {
+  if (typeof value === 'string') return Buffer.byteLength(value, 'utf8');
+  if (value instanceof Uint8Array || value instanceof ArrayBuffer || ArrayBuffer.isView(value)) {
+    return (value as ArrayBufferView | ArrayBuffer).byteLength;
+  }
+  if (value === undefined || value === null) return 0;
+  return Buffer.byteLength(JSON.stringify(value) ?? '', 'utf8');
+}
