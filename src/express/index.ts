@@ -1,2 +1,4 @@
-// Public exports of src/express (re-exports only).
-export {};
+export { sendFlow, errorBody, formatError, sendHttpError } from './bridge';
+export type { BridgeElement, SendFlowOptions, StreamHandle, StreamOutcome, StreamResult } from './bridge';
+export { sse } from './middleware';
+export type { SseHandler, SseHandlerContext } from './middleware';

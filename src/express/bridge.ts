@@ -1,0 +1,396 @@
+import type { Response } from 'express';
+import type { ServerResponse } from 'node:http';
+import { StalledError, TidegateError } from '../errors';
+import { ByteBudget } from '../flow/budget';
+import type { Flow } from '../flow/flow';
+import { ArrayQueue } from '../flow/queue';
+import type { Subscriber, Subscription } from '../flow/types';
+import { encodeSse, type SseEventInit } from '../sse';
+
+/** How a stream ended; reported to {@link SendFlowOptions.onFinish} and logged by the gateway. */
+export type StreamOutcome =
+  | 'completed'
+  | 'error'
+  | 'overflow'
+  | 'stalled'
+  | 'client_closed'
+  | 'aborted';
+
+/** What one stream did, in bytes and ms. */
+export interface StreamResult {
+  outcome: StreamOutcome;
+  /** The error that ended the stream, if any. */
+  error?: unknown;
+  /** Elements written (heartbeats not counted). */
+  events: number;
+  /** Body bytes handed to `res.write()` (heartbeats included). */
+  bytes: number;
+  /** ms from subscription to the first element, if one arrived. */
+  ttftMs?: number;
+  /** ms from subscription to the end. */
+  durationMs: number;
+  /** Most bytes this stream held at once: chain buffers + unsent bridge bytes + `res.writableLength`. */
+  peakBufferedBytes: number;
+}
+
+/** An element the bridge writes: an event to encode, or bytes already encoded as SSE. */
+export type BridgeElement = SseEventInit | Uint8Array;
+
+/** Options of {@link sendFlow} and the `sse()` middleware. Units in the names. */
+export interface SendFlowOptions {
+  /** Events requested per batch (default 16). Replenished when half were written (Reactor `limitRate` 50%). */
+  prefetch?: number;
+  /**
+   * The per-stream byte budget (default 262144 = 256 KiB): bytes held by the chain's buffering
+   * operators (those given the same {@link ByteBudget}) plus bytes the bridge holds, plus
+   * `res.writableLength`. An element that would exceed it ends the stream with
+   * `ERR_TIDEGATE_OVERFLOW`. Must exceed the socket's `writableHighWaterMark` (16 KiB) plus a
+   * batch of events.
+   */
+  maxBufferedBytes?: number;
+  /** A budget shared with the chain's operators; built from `maxBufferedBytes` when absent. */
+  budget?: ByteBudget;
+  /** End a stream whose socket accepted nothing for this long (default 30000 ms, like nginx `send_timeout`; 0 disables). */
+  stallTimeoutMs?: number;
+  /** Write `: ping` after this much silence (default 15000 ms; 0 disables). */
+  heartbeatMs?: number;
+  /** Send a `retry:` reconnection hint (ms) at the start. */
+  retryMs?: number;
+  /** Extra response headers. */
+  headers?: Record<string, string>;
+  /** Written after the flow completes, before the response ends (e.g. OpenAI's `data: [DONE]`). */
+  terminalEvent?: BridgeElement;
+  /** Writes an error after headers were sent; default `event: error` with `{"code","message"}`. */
+  formatError?: (error: unknown) => BridgeElement;
+  /** Writes an error before headers were sent; default: status from `error.status` or 500, JSON `{error:{code,message}}`. */
+  sendHttpError?: (res: ServerResponse, error: unknown) => void;
+  /** Aborting it ends the stream with the signal's reason (e.g. a shutdown deadline). */
+  signal?: AbortSignal;
+  /** Called once with what the stream did. */
+  onFinish?: (result: StreamResult) => void;
+  /** Called when the first element arrives (time to first token). */
+  onFirstElement?: () => void;
+}
+
+/** The running stream returned by {@link sendFlow}. */
+export interface StreamHandle {
+  /** Resolves when the stream ended, however it ended. */
+  readonly done: Promise<StreamResult>;
+  /** The stream's byte budget. */
+  readonly budget: ByteBudget;
+  /** Ends the stream now: `event: error` with `error` if given, else a clean end. */
+  end(error?: unknown): void;
+}
+
+const DEFAULT_PREFETCH = 16;
+const DEFAULT_MAX_BUFFERED_BYTES = 256 * 1024;
+const DEFAULT_STALL_TIMEOUT_MS = 30_000;
+const DEFAULT_HEARTBEAT_MS = 15_000;
+const PING = Buffer.from(': ping\n\n');
+
+/**
+ * Streams a Flow to an HTTP response as Server-Sent Events with real backpressure: it requests a
+ * batch of `prefetch` elements, writes each (same-tick elements batched in one `writev` by
+ * `cork()`), and requests nothing while `res.write()` returns `false`, until `'drain'`. The
+ * wait ends on `'drain'`, `'close'`, `'error'` or the abort signal.
+ *
+ * Response contract: `Content-Type: text/event-stream; charset=utf-8`,
+ * `Cache-Control: no-cache, no-transform` (no-transform keeps `compression()` out),
+ * `X-Accel-Buffering: no`, `Connection: keep-alive`; headers flushed once the flow was
+ * subscribed. Ends: completion → `terminalEvent` then end; an error before headers → HTTP
+ * error; after → `event: error` `{"code","message"}`; client gone (`'close'` before finish)
+ * → cancel, which reaches the source and aborts the upstream request.
+ *
+ * Errors signalled: `ERR_TIDEGATE_OVERFLOW` (budget), `ERR_TIDEGATE_STALLED` (no drain for
+ * `stallTimeoutMs`; the socket is destroyed to release kernel buffers).
+ */
+export function sendFlow(res: Response | ServerResponse, flow: Flow<BridgeElement>, options: SendFlowOptions = {}): StreamHandle {
+  const bridge = new DemandBridge(res as ServerResponse, options);
+  bridge.start(flow);
+  return bridge;
+}
+
+class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
+  readonly done: Promise<StreamResult>;
+  readonly budget: ByteBudget;
+  private resolveDone!: (r: StreamResult) => void;
+  private upstream: Subscription | undefined;
+  private upstreamDone = false;
+  private finished = false;
+  private readonly prefetch: number;
+  private readonly lowTide: number;
+  private outstanding = 0;
+  private readonly held = new ArrayQueue<Buffer>();
+  private heldBytes = 0;
+  private socketFull = false;
+  private corked = false;
+  private events = 0;
+  private bytes = 0;
+  private readonly startedAt = performance.now();
+  private ttftMs: number | undefined;
+  private lastWriteAt = Date.now();
+  private heartbeatTimer: NodeJS.Timeout | undefined;
+  private stallTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly res: ServerResponse,
+    private readonly options: SendFlowOptions,
+  ) {
+    this.done = new Promise((resolve) => (this.resolveDone = resolve));
+    this.prefetch = Math.max(1, options.prefetch ?? DEFAULT_PREFETCH);
+    this.lowTide = Math.max(1, this.prefetch >> 1);
+    this.budget = options.budget ?? new ByteBudget(options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES);
+    this.budget.attachExternal(() => this.heldBytes + res.writableLength);
+  }
+
+  start(flow: Flow<BridgeElement>): void {
+    const { res, options } = this;
+    res.on('close', this.onClose);
+    res.on('drain', this.onDrain);
+    res.on('error', this.onResError);
+    options.signal?.addEventListener('abort', this.onAbort);
+    if (options.signal?.aborted) return this.onAbort();
+    try {
+      flow.subscribeWith(this);
+    } catch (err) {
+      return this.finish('error', err);
+    }
+    if (this.finished) return;
+    this.commit();
+    this.request();
+  }
+
+  // ---- Subscriber side -------------------------------------------------------------------
+
+  onSubscribe(s: Subscription): void {
+    this.upstream = s;
+  }
+
+  onNext(element: BridgeElement): void {
+    if (this.finished) return;
+    this.outstanding--;
+    if (this.ttftMs === undefined) {
+      this.ttftMs = performance.now() - this.startedAt;
+      this.options.onFirstElement?.();
+    }
+    const bytes = toBytes(element);
+    // Count the element before holding it: one large element can never overshoot the budget.
+    if (this.budget.used + bytes.length > this.budget.maxBytes) {
+      return this.finish('overflow', new TidegateError('ERR_TIDEGATE_OVERFLOW', `stream byte budget of ${this.budget.maxBytes} bytes exceeded`));
+    }
+    this.events++;
+    if (this.socketFull) {
+      this.held.push(bytes);
+      this.heldBytes += bytes.length;
+      this.budget.observe();
+      return;
+    }
+    this.write(bytes);
+    this.request();
+  }
+
+  onError(error: unknown): void {
+    this.upstreamDone = true;
+    if (this.finished) return;
+    this.finish(error instanceof TidegateError && error.code === 'ERR_TIDEGATE_OVERFLOW' ? 'overflow' : 'error', error);
+  }
+
+  onComplete(): void {
+    this.upstreamDone = true;
+    if (this.finished) return;
+    this.finish('completed');
+  }
+
+  // ---- StreamHandle -------------------------------------------------------------------
+
+  end(error?: unknown): void {
+    if (error === undefined) this.finish('completed');
+    else this.finish('aborted', error);
+  }
+
+  // ---- socket side --------------------------------------------------------------------
+
+  private readonly onDrain = (): void => {
+    if (this.finished) return;
+    this.socketFull = false;
+    this.clearStall();
+    while (this.held.length > 0 && !this.socketFull) {
+      const bytes = this.held.shift() as Buffer;
+      this.heldBytes -= bytes.length;
+      this.write(bytes);
+    }
+    this.request();
+  };
+
+  private readonly onClose = (): void => {
+    if (!this.finished) this.finish('client_closed');
+  };
+
+  private readonly onResError = (err: unknown): void => {
+    if (!this.finished) this.finish('client_closed', err);
+  };
+
+  private readonly onAbort = (): void => {
+    if (!this.finished) this.finish('aborted', this.options.signal?.reason);
+  };
+
+  private readonly onHeartbeat = (): void => {
+    this.heartbeatTimer = undefined;
+    if (this.finished) return;
+    const heartbeatMs = this.options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
+    const idleMs = Date.now() - this.lastWriteAt;
+    if (idleMs >= heartbeatMs && !this.socketFull) this.write(PING);
+    this.armHeartbeat(Math.max(1, heartbeatMs - (Date.now() - this.lastWriteAt)));
+  };
+
+  private readonly onStall = (): void => {
+    this.stallTimer = undefined;
+    if (this.finished) return;
+    this.finish('stalled', new StalledError(this.options.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_MS));
+  };
+
+  private commit(): void {
+    const { res, options } = this;
+    if (res.headersSent) return;
+    res.statusCode = 200;
+    res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
+    res.setHeader('Cache-Control', 'no-cache, no-transform');
+    res.setHeader('X-Accel-Buffering', 'no');
+    if (res.req?.httpVersionMajor === 1) res.setHeader('Connection', 'keep-alive');
+    for (const [name, value] of Object.entries(options.headers ?? {})) res.setHeader(name, value);
+    res.flushHeaders();
+    res.socket?.setNoDelay(true);
+    if (options.retryMs !== undefined) this.write(Buffer.from(encodeSse({ retry: options.retryMs })));
+    const heartbeatMs = options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
+    if (heartbeatMs > 0) this.armHeartbeat(heartbeatMs);
+  }
+
+  private request(): void {
+    if (this.finished || this.socketFull || this.upstream === undefined || this.upstreamDone) return;
+    if (this.outstanding > this.prefetch - this.lowTide) return;
+    const n = this.prefetch - this.outstanding;
+    this.outstanding += n;
+    this.upstream.request(n);
+  }
+
+  private write(bytes: Uint8Array): void {
+    const { res } = this;
+    if (!this.corked) {
+      // Everything written in this tick leaves in one writev.
+      this.corked = true;
+      res.cork();
+      process.nextTick(this.uncork);
+    }
+    this.bytes += bytes.length;
+    this.lastWriteAt = Date.now();
+    if (!res.write(bytes)) {
+      this.socketFull = true;
+      this.armStall();
+    }
+    this.budget.observe();
+  }
+
+  private readonly uncork = (): void => {
+    this.corked = false;
+    this.res.uncork();
+  };
+
+  private armHeartbeat(ms: number): void {
+    this.heartbeatTimer = setTimeout(this.onHeartbeat, ms);
+  }
+
+  private armStall(): void {
+    const stallMs = this.options.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_MS;
+    if (stallMs > 0 && this.stallTimer === undefined) this.stallTimer = setTimeout(this.onStall, stallMs);
+  }
+
+  private clearStall(): void {
+    if (this.stallTimer !== undefined) clearTimeout(this.stallTimer);
+    this.stallTimer = undefined;
+  }
+
+  private finish(outcome: StreamOutcome, error?: unknown): void {
+    if (this.finished) return;
+    this.finished = true;
+    const { res, options } = this;
+    if (!this.upstreamDone) {
+      this.upstreamDone = true;
+      this.upstream?.cancel();
+    }
+    this.clearStall();
+    if (this.heartbeatTimer !== undefined) clearTimeout(this.heartbeatTimer);
+    this.heartbeatTimer = undefined;
+    res.off('drain', this.onDrain);
+    res.off('close', this.onClose);
+    options.signal?.removeEventListener('abort', this.onAbort);
+    this.held.clear();
+    this.heldBytes = 0;
+
+    if (outcome === 'client_closed') {
+      res.off('error', this.onResError);
+    } else if (outcome === 'stalled') {
+      // The peer reads nothing: destroying the socket frees the kernel's send buffer too.
+      res.off('error', this.onResError);
+      res.destroy();
+    } else if (!res.headersSent) {
+      res.off('error', this.onResError);
+      if (outcome === 'completed') {
+        this.commit();
+        this.endWith(options.terminalEvent);
+      } else (options.sendHttpError ?? sendHttpError)(res, error);
+    } else {
+      // Keep an 'error' listener: a peer reset during the last write must not crash the process.
+      const tail = outcome === 'completed' ? options.terminalEvent : (options.formatError ?? formatError)(error);
+      this.endWith(tail);
+    }
+    if (this.corked) this.uncork();
+    const result: StreamResult = {
+      outcome,
+      error,
+      events: this.events,
+      bytes: this.bytes,
+      ttftMs: this.ttftMs,
+      durationMs: performance.now() - this.startedAt,
+      peakBufferedBytes: this.budget.peak,
+    };
+    this.resolveDone(result);
+    options.onFinish?.(result);
+  }
+
+  private endWith(tail: BridgeElement | undefined): void {
+    if (this.res.writableEnded || this.res.destroyed) return;
+    if (tail !== undefined) {
+      const bytes = toBytes(tail);
+      this.bytes += bytes.length;
+      this.res.end(bytes);
+    } else this.res.end();
+  }
+}
+
+function toBytes(element: BridgeElement): Buffer {
+  if (element instanceof Uint8Array) {
+    return Buffer.isBuffer(element) ? element : Buffer.from(element.buffer, element.byteOffset, element.byteLength);
+  }
+  return Buffer.from(encodeSse(element), 'utf8');
+}
+
+/** The JSON body of an error: `{ code, message }`, with `ERR_TIDEGATE_INTERNAL` for foreign errors. */
+export function errorBody(error: unknown): { code: string; message: string } {
+  if (error instanceof TidegateError) return { code: error.code, message: error.message };
+  const code = (error as { code?: unknown } | undefined)?.code;
+  const message = error instanceof Error ? error.message : String(error);
+  return { code: typeof code === 'string' ? code : 'ERR_TIDEGATE_INTERNAL', message };
+}
+
+/** The default error written after headers: `event: error` with `data: {"code","message"}`. */
+export function formatError(error: unknown): SseEventInit {
+  return { event: 'error', data: JSON.stringify(errorBody(error)) };
+}
+
+/** The default error before headers: status from `error.status` (or 500) and `{error:{code,message}}`. */
+export function sendHttpError(res: ServerResponse, error: unknown): void {
+  const status = (error as { status?: unknown } | undefined)?.status;
+  res.statusCode = typeof status === 'number' && status >= 400 && status < 600 ? status : 500;
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.end(JSON.stringify({ error: errorBody(error) }));
+}
