@@ -1,0 +1,396 @@
+import { SseLimitError } from '../errors';
+
+/**
+ * One dispatched server-sent event, as the WHATWG HTML "event stream interpretation"
+ * (§9.2.6) builds it: `type` is the `event` field or `"message"`, `data` is the `data` lines
+ * joined with LF (final LF removed), `lastEventId` is the last event ID buffer at dispatch
+ * (it persists across events until an `id` field changes it).
+ */
+export interface SseEvent {
+  /** The event type: the last `event` field value, or `"message"` when none or empty. */
+  type: string;
+  /** The `data` field values joined with `"\n"`. */
+  data: string;
+  /** The last event ID buffer at dispatch time (`""` until an `id` field sets it). */
+  lastEventId: string;
+}
+
+/** Options for {@link createSseParser}. */
+export interface SseParserOptions {
+  /** Called once per dispatched event, synchronously inside `feed()`. */
+  onEvent: (event: SseEvent) => void;
+  /** Called with the reconnection time in ms for each `retry` field whose value is all ASCII digits. */
+  onRetry?: (retryMs: number) => void;
+  /** Called with the text of each comment line (after the `:`, one leading space removed). */
+  onComment?: (comment: string) => void;
+  /**
+   * Largest line accepted, in bytes, line terminator excluded. Default
+   * {@link DEFAULT_MAX_LINE_BYTES} (1 MiB). A longer line signals {@link SseLimitError}
+   * (`limit: 'line'`) as soon as its pending bytes exceed the limit, before its end arrives.
+   */
+  maxLineBytes?: number;
+  /**
+   * Largest event data accepted, in input bytes: the `data` values of one event plus the LFs
+   * joining them. Default {@link DEFAULT_MAX_EVENT_BYTES} (1 MiB). Exceeding it signals
+   * {@link SseLimitError} (`limit: 'event'`).
+   */
+  maxEventBytes?: number;
+  /**
+   * Receives a limit error instead of `feed()` throwing it. Either way the parser stops:
+   * later `feed()`/`end()` calls are ignored until `reset()`.
+   */
+  onError?: (error: SseLimitError) => void;
+}
+
+/** A streaming event-stream parser: bytes in, callbacks out, no I/O. */
+export interface SseParser {
+  /**
+   * Parses the next chunk of the stream. A chunk may end anywhere: inside a UTF-8 sequence, a
+   * BOM, a line, or between the CR and LF of a CRLF. Callbacks run synchronously; an exception
+   * thrown by a callback propagates and the rest of that chunk is not parsed. A string chunk is
+   * UTF-8 encoded first (so split surrogate pairs are not rejoined: feed bytes for exactness).
+   *
+   * @throws {SseLimitError} when a limit is exceeded and no `onError` option was given.
+   */
+  feed(chunk: Uint8Array | string): void;
+  /**
+   * Marks the end of the stream: a pending incomplete line and an event without its final
+   * blank line are discarded, never dispatched (§9.2.6). The parser is then back at its initial
+   * state, ready for a new stream (BOM check and all buffers reset).
+   */
+  end(): void;
+  /** Drops all state, including the last event ID and a stopped (failed) state. */
+  reset(): void;
+}
+
+/** Default {@link SseParserOptions.maxLineBytes}: 1 MiB. */
+export const DEFAULT_MAX_LINE_BYTES = 1024 * 1024;
+/** Default {@link SseParserOptions.maxEventBytes}: 1 MiB. */
+export const DEFAULT_MAX_EVENT_BYTES = 1024 * 1024;
+
+const LF = 0x0a;
+const CR = 0x0d;
+const COLON = 0x3a;
+const SPACE = 0x20;
+/** A pending-line buffer grown past this is released after use instead of kept. */
+const KEEP_PENDING_BYTES = 64 * 1024;
+
+type Utf8Slicer = (this: Buffer, start: number, end: number) => string;
+// Buffer#utf8Slice is what Buffer#toString('utf8') calls after argument checks; it decodes
+// with V8's WHATWG-conformant UTF-8 decoder (U+FFFD per maximal subpart, as TextDecoder).
+const utf8Slice: Utf8Slicer =
+  (Buffer.prototype as unknown as { utf8Slice?: Utf8Slicer }).utf8Slice ??
+  function (this: Buffer, start: number, end: number): string {
+    return this.toString('utf8', start, end);
+  };
+
+function checkLimit(name: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!(value === Infinity || (Number.isInteger(value) && value > 0))) {
+    throw new RangeError(`createSseParser: ${name} must be a positive integer or Infinity, got ${String(value)}`);
+  }
+  return value;
+}
+
+/**
+ * Creates a streaming parser for `text/event-stream` bytes, implementing the WHATWG HTML
+ * "event stream interpretation" (§9.2.6, "Interpreting an event stream") exactly:
+ * streaming UTF-8 decode (invalid sequences become U+FFFD, a character may be split across
+ * chunks), one leading BOM stripped at stream start (also when split), LF / CRLF / CR line
+ * ends (a CR ending one chunk and an LF starting the next are one line end), comments, fields
+ * without a colon, one leading space stripped from values, `data` lines joined with LF,
+ * events with no `data` not dispatched, `id` containing NUL ignored, `retry` only when all
+ * ASCII digits, unknown fields ignored, and an event without its blank line dropped at `end()`.
+ *
+ * Lines are split on the bytes 0x0A/0x0D before decoding; each line is decoded once. This
+ * equals decoding the whole stream first, because CR and LF never occur inside a valid UTF-8
+ * sequence and an invalid partial sequence before them becomes U+FFFD either way.
+ *
+ * Limits: memory is bounded by `maxLineBytes` (pending line) plus `maxEventBytes` (data of the
+ * event being built); exceeding either signals {@link SseLimitError} (`ERR_TIDEGATE_SSE_LIMIT`):
+ * thrown from `feed()`, or passed to `onError` when given. The parser then stops until `reset()`.
+ *
+ * @example
+ * const parser = createSseParser({ onEvent: (e) => console.log(e.type, e.data) });
+ * parser.feed(new TextEncoder().encode('event: greet\ndata: hi\n\n')); // greet hi
+ */
+export function createSseParser(options: SseParserOptions): SseParser {
+  if (options === null || typeof options !== 'object' || typeof options.onEvent !== 'function') {
+    throw new TypeError('createSseParser: options.onEvent must be a function');
+  }
+  const impl = new SseParserImpl(options);
+  return {
+    feed: (chunk) => impl.feed(chunk),
+    end: () => impl.end(),
+    reset: () => impl.reset(),
+  };
+}
+
+class SseParserImpl {
+  private readonly onEvent: (event: SseEvent) => void;
+  private readonly onRetry: ((retryMs: number) => void) | undefined;
+  private readonly onComment: ((comment: string) => void) | undefined;
+  private readonly onError: ((error: SseLimitError) => void) | undefined;
+  private readonly maxLineBytes: number;
+  private readonly maxEventBytes: number;
+
+  /** Bytes of the incomplete line carried from earlier chunks (owned copy, never a view). */
+  private pending: Buffer | null = null;
+  private pendingLength = 0;
+  /** BOM bytes matched so far at stream start (0..2), or -1 once the BOM check is over. */
+  private bomMatched = 0;
+  /** The previous chunk ended with CR: an LF first in the next chunk belongs to it. */
+  private skipLF = false;
+  private data = '';
+  private dataLines = 0;
+  private dataBytes = 0;
+  private eventType = '';
+  private lastEventId = '';
+  private failed = false;
+  /** Bumped by reset/end/fail so a loop notices a callback changed the state under it. */
+  private epoch = 0;
+
+  constructor(options: SseParserOptions) {
+    this.onEvent = options.onEvent;
+    this.onRetry = options.onRetry;
+    this.onComment = options.onComment;
+    this.onError = options.onError;
+    this.maxLineBytes = checkLimit('maxLineBytes', options.maxLineBytes, DEFAULT_MAX_LINE_BYTES);
+    this.maxEventBytes = checkLimit('maxEventBytes', options.maxEventBytes, DEFAULT_MAX_EVENT_BYTES);
+  }
+
+  feed(chunk: Uint8Array | string): void {
+    if (this.failed) return;
+    let buf: Buffer;
+    if (typeof chunk === 'string') buf = Buffer.from(chunk, 'utf8');
+    else if (chunk instanceof Uint8Array) {
+      buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    } else throw new TypeError('SseParser.feed: chunk must be a Uint8Array or a string');
+    const n = buf.length;
+    if (n === 0) return;
+    const epoch = this.epoch;
+    let pos = 0;
+
+    if (this.bomMatched >= 0) {
+      // §9.2.6 decodes with "UTF-8 decode", which strips one leading BOM (EF BB BF).
+      let m = this.bomMatched;
+      while (m < 3 && pos < n && buf[pos] === BOM[m]) {
+        m++;
+        pos++;
+      }
+      if (m === 3) {
+        this.bomMatched = -1;
+      } else if (pos === n) {
+        this.bomMatched = m; // all BOM bytes so far: wait for more
+        return;
+      } else {
+        // Not a BOM: bytes held from earlier chunks are ordinary line bytes.
+        const held = this.bomMatched;
+        this.bomMatched = -1;
+        pos = 0;
+        if (held > 0) {
+          this.appendPending(BOM_BUFFER, 0, held);
+          if (this.epoch !== epoch) return;
+        }
+      }
+      if (pos === n) return;
+    }
+
+    if (this.skipLF) {
+      this.skipLF = false;
+      if (buf[pos] === LF) {
+        pos++;
+        if (pos === n) return;
+      }
+    }
+
+    const maxLine = this.maxLineBytes;
+    let nextLF = -1;
+    let nextCR = -1;
+    while (pos < n) {
+      // Cached next-LF/next-CR positions keep the scan linear in the chunk length.
+      if (nextLF < pos) {
+        nextLF = buf.indexOf(LF, pos);
+        if (nextLF === -1) nextLF = n;
+      }
+      if (nextCR < pos) {
+        nextCR = buf.indexOf(CR, pos);
+        if (nextCR === -1) nextCR = n;
+      }
+      const end = nextLF < nextCR ? nextLF : nextCR;
+      if (end === n) break;
+
+      if (this.pendingLength > 0) {
+        this.appendPending(buf, pos, end);
+        if (this.epoch !== epoch) return;
+        const line = this.pending as Buffer;
+        const len = this.pendingLength;
+        this.pendingLength = 0;
+        if (line.length > KEEP_PENDING_BYTES) this.pending = null;
+        this.processLine(line, 0, len);
+      } else {
+        if (end - pos > maxLine) {
+          this.fail(new SseLimitError('line', maxLine));
+          return;
+        }
+        this.processLine(buf, pos, end);
+      }
+      if (this.epoch !== epoch) return;
+
+      pos = end + 1;
+      if (end === nextCR) {
+        // CRLF is one line end, also when the LF arrives in the next chunk.
+        if (pos === n) this.skipLF = true;
+        else if (buf[pos] === LF) pos++;
+      }
+    }
+    if (pos < n) this.appendPending(buf, pos, n);
+  }
+
+  end(): void {
+    if (this.failed) return;
+    // §9.2.6: "Once the end of the file is reached, any pending data must be discarded."
+    this.reset();
+  }
+
+  reset(): void {
+    this.epoch++;
+    this.pending = null;
+    this.pendingLength = 0;
+    this.bomMatched = 0;
+    this.skipLF = false;
+    this.data = '';
+    this.dataLines = 0;
+    this.dataBytes = 0;
+    this.eventType = '';
+    this.lastEventId = '';
+    this.failed = false;
+  }
+
+  private appendPending(src: Buffer, start: number, end: number): void {
+    const length = this.pendingLength + (end - start);
+    if (length > this.maxLineBytes) {
+      this.fail(new SseLimitError('line', this.maxLineBytes));
+      return;
+    }
+    let pending = this.pending;
+    if (pending === null || pending.length < length) {
+      const grown = Math.min(this.maxLineBytes, Math.max(256, length, pending === null ? 0 : pending.length * 2));
+      const next = Buffer.allocUnsafe(grown);
+      if (pending !== null && this.pendingLength > 0) pending.copy(next, 0, 0, this.pendingLength);
+      this.pending = pending = next;
+    }
+    src.copy(pending, this.pendingLength, start, end);
+    this.pendingLength = length;
+  }
+
+  /** §9.2.6 line rules, on the bytes of one line (terminator excluded). */
+  private processLine(buf: Buffer, start: number, end: number): void {
+    if (start === end) {
+      this.dispatch();
+      return;
+    }
+    if (buf[start] === COLON) {
+      // "If the line starts with a U+003A COLON character (:)": a comment.
+      const onComment = this.onComment;
+      if (onComment !== undefined) {
+        let from = start + 1;
+        if (from < end && buf[from] === SPACE) from++;
+        onComment(from === end ? '' : utf8Slice.call(buf, from, end));
+      }
+      return;
+    }
+    // Field names are ASCII, and 0x3A never occurs inside a UTF-8 sequence, so comparing
+    // bytes equals comparing the decoded strings.
+    let colon = start + 1;
+    while (colon < end && buf[colon] !== COLON) colon++;
+    let valueStart = colon + 1;
+    if (colon === end) valueStart = end; // no colon: the whole line is the field name, value ""
+    else if (valueStart < end && buf[valueStart] === SPACE) valueStart++;
+
+    switch (colon - start) {
+      case 4:
+        if (buf[start] === 0x64 && buf[start + 1] === 0x61 && buf[start + 2] === 0x74 && buf[start + 3] === 0x61) {
+          this.appendData(buf, valueStart, end);
+        }
+        return;
+      case 5:
+        if (buf[start] === 0x65) {
+          if (buf[start + 1] === 0x76 && buf[start + 2] === 0x65 && buf[start + 3] === 0x6e && buf[start + 4] === 0x74) {
+            this.eventType = valueStart === end ? '' : utf8Slice.call(buf, valueStart, end);
+          }
+        } else if (
+          buf[start] === 0x72 &&
+          buf[start + 1] === 0x65 &&
+          buf[start + 2] === 0x74 &&
+          buf[start + 3] === 0x72 &&
+          buf[start + 4] === 0x79
+        ) {
+          this.retry(buf, valueStart, end);
+        }
+        return;
+      case 2:
+        if (buf[start] === 0x69 && buf[start + 1] === 0x64) {
+          // "If the field value does not contain U+0000 NULL, then set the last event ID buffer".
+          for (let i = valueStart; i < end; i++) if (buf[i] === 0) return;
+          this.lastEventId = valueStart === end ? '' : utf8Slice.call(buf, valueStart, end);
+        }
+        return;
+      default:
+        return; // unknown field: ignored
+    }
+  }
+
+  private appendData(buf: Buffer, start: number, end: number): void {
+    const bytes = end - start;
+    const total = this.dataLines === 0 ? bytes : this.dataBytes + 1 + bytes;
+    if (total > this.maxEventBytes) {
+      this.fail(new SseLimitError('event', this.maxEventBytes));
+      return;
+    }
+    this.dataBytes = total;
+    const value = bytes === 0 ? '' : utf8Slice.call(buf, start, end);
+    this.data = this.dataLines === 0 ? value : this.data + '\n' + value;
+    this.dataLines++;
+  }
+
+  private retry(buf: Buffer, start: number, end: number): void {
+    // "If the field value consists of only ASCII digits": an empty value is ignored too.
+    if (start === end) return;
+    for (let i = start; i < end; i++) {
+      const c = buf[i] as number;
+      if (c < 0x30 || c > 0x39) return;
+    }
+    this.onRetry?.(Number.parseInt(buf.toString('latin1', start, end), 10));
+  }
+
+  /** §9.2.6 "dispatch the event". */
+  private dispatch(): void {
+    if (this.dataLines === 0) {
+      // "If the data buffer is an empty string, set the data buffer and the event type buffer
+      // to the empty string and return."
+      this.eventType = '';
+      return;
+    }
+    const event: SseEvent = {
+      type: this.eventType === '' ? 'message' : this.eventType,
+      data: this.data,
+      lastEventId: this.lastEventId,
+    };
+    this.data = '';
+    this.dataLines = 0;
+    this.dataBytes = 0;
+    this.eventType = '';
+    this.onEvent(event);
+  }
+
+  private fail(error: SseLimitError): void {
+    this.reset();
+    this.failed = true;
+    if (this.onError === undefined) throw error;
+    this.onError(error);
+  }
+}
+
+const BOM = [0xef, 0xbb, 0xbf] as const;
+const BOM_BUFFER = Buffer.from(BOM);
