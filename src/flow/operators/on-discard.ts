@@ -1,0 +1,27 @@
+import { Flow, type FlowOperator } from '../flow';
+import { addDiscardHook } from './operator-subscriber';
+
+/**
+ * Registers a hook for every element that an operator upstream of this point drops, filters
+ * out, evicts on overflow, or clears from its buffer on cancel or error. The hook travels up
+ * the subscription in the {@link FlowContext}; when several are stacked, the one closest to
+ * the discarding operator runs first, then the ones further downstream. Mirrors Reactor
+ * `Flux#doOnDiscard(Class, Consumer)` (`Operators.discardLocalAdapter`), without the type filter.
+ *
+ * ```
+ * source.pipe(onBackpressureBuffer({ maxItems: 1, overflow: 'drop-latest' }), onDiscard(log))
+ * source      --a--b--c-->
+ * hook        -----b--c-->   (downstream requested nothing)
+ * ```
+ *
+ * Demand: passes requests and cancel through untouched.
+ * Discard: is where discards go; a throwing hook is reported (never breaks the stream).
+ *
+ * @param hook receives each discarded element; release resources here (buffers, handles).
+ * @example
+ * source.pipe(limitRate(64), onDiscard((chunk) => pool.release(chunk)));
+ */
+export function onDiscard<T, D = T>(hook: (value: D) => void): FlowOperator<T, T> {
+  return (source) =>
+    new Flow<T>((actual, context) => source.subscribeWith(actual, addDiscardHook(context, hook as (value: unknown) => void)));
+}
