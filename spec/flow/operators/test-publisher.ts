@@ -77,8 +77,14 @@ export function record<T>(flow: Flow<T>, extra: FlowObserver<T> = {}): Recorder<
       rec.values.push(v);
       extra.next?.(v);
     },
-    error: (e) => rec.errors.push(e),
-    complete: () => rec.completed++,
+    error: (e) => {
+      rec.errors.push(e);
+      extra.error?.(e);
+    },
+    complete: () => {
+      rec.completed++;
+      extra.complete?.();
+    },
   });
   return rec;
 }
