@@ -1,4 +1,5 @@
 import * as http from 'node:http';
+import type { SimRequestRecord, Simulator, SimulatorEvents } from '../../src/simulator';
 
 /** One response read over a raw socket: status, headers and each body chunk with its arrival time. */
 export interface RawResponse {
@@ -77,4 +78,18 @@ export function within<T>(register: (cb: (v: T) => void) => void, timeoutMs: num
       resolve(v);
     });
   });
+}
+
+/** Polls `predicate` every 10 ms until true or `timeoutMs` (then returns false). */
+export async function until(predicate: () => boolean, timeoutMs = 1000): Promise<boolean> {
+  for (const deadline = Date.now() + timeoutMs; Date.now() < deadline; ) {
+    if (predicate()) return true;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  return predicate();
+}
+
+/** The record of the next `event` the simulator emits; rejects after `timeoutMs`. */
+export function nextEvent(sim: Simulator, event: keyof SimulatorEvents, timeoutMs: number): Promise<SimRequestRecord> {
+  return within<SimRequestRecord>((cb) => sim.once(event, cb), timeoutMs, event);
 }

@@ -1,7 +1,7 @@
 import * as http from 'node:http';
 import OpenAI from 'openai';
 import { BUILTIN_TRANSCRIPTS, createSimulator, Simulator, transcriptText } from '../../src/simulator';
-import { dataLines, postRaw } from './helpers';
+import { dataLines, postRaw, until } from './helpers';
 
 const ZH = transcriptText(BUILTIN_TRANSCRIPTS['sim-zh']);
 const BASIC = transcriptText(BUILTIN_TRANSCRIPTS['sim-basic']);
@@ -138,7 +138,7 @@ describe('simulator: OpenAI chat.completions', () => {
   it('counts a completed stream and its bytes', async () => {
     const res = await postRaw(url, '/v1/chat/completions', { model: 'sim-basic', stream: true, messages: [] });
     // 'close' on the server side may trail the client's 'end' by a tick.
-    for (let i = 0; i < 50 && sim.stats.active > 0; i++) await new Promise((r) => setTimeout(r, 10));
+    await until(() => sim.stats.active === 0);
     expect(sim.stats).toMatchObject({ requests: 1, active: 0, completed: 1, aborted: 0, bytesWritten: res.body.length });
     expect(sim.requests[0]).toMatchObject({ outcome: 'completed', tokensWritten: 30, transcript: 'sim-basic', route: 'openai' });
   });

@@ -1,6 +1,6 @@
 import * as http from 'node:http';
 import { createSimulator, Simulator } from '../../src/simulator';
-import { postRaw, within } from './helpers';
+import { postRaw, until, nextEvent } from './helpers';
 
 describe('simulator pacing', () => {
   let sim: Simulator | undefined;
@@ -71,7 +71,8 @@ describe('simulator backpressure', () => {
     req.end(JSON.stringify({ model: 'sim-synthetic-200000', stream: true, messages: [] }));
 
     // Wait (bounded) until the simulator has hit backpressure.
-    for (let i = 0; i < 200 && (sim.requests[0]?.drainWaits ?? 0) === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    const s = sim;
+    await until(() => (s.requests[0]?.drainWaits ?? 0) > 0, 2000);
     const record = sim.requests[0];
     expect(record.drainWaits).toBeGreaterThan(0);
     const stuckAt = record.bytesWritten;
@@ -81,7 +82,7 @@ describe('simulator backpressure', () => {
 
     // Reading again lets it move on.
     response?.resume();
-    for (let i = 0; i < 200 && sim.requests[0].bytesWritten === stuckAt; i++) await new Promise((r) => setTimeout(r, 10));
+    await until(() => s.requests[0].bytesWritten > stuckAt, 2000);
     expect(sim.requests[0].bytesWritten).toBeGreaterThan(stuckAt);
   });
 
@@ -91,9 +92,9 @@ describe('simulator backpressure', () => {
     req = http.request(`${url}/v1/chat/completions`, { method: 'POST', agent: false, headers: { 'content-type': 'application/json' } }, (r) => r.pause());
     req.on('error', () => undefined);
     req.end(JSON.stringify({ model: 'sim-synthetic-200000', stream: true, messages: [] }));
-    for (let i = 0; i < 200 && (sim.requests[0]?.drainWaits ?? 0) === 0; i++) await new Promise((r) => setTimeout(r, 10));
     const s = sim;
-    const aborted = within((cb) => s.once('request-aborted', cb), 1000, 'request-aborted');
+    await until(() => (s.requests[0]?.drainWaits ?? 0) > 0, 2000);
+    const aborted = nextEvent(s, 'request-aborted', 1000);
     req.destroy();
     expect((await aborted).outcome).toBe('aborted');
     expect(sim.stats).toMatchObject({ active: 0, aborted: 1 });
