@@ -1,0 +1,356 @@
+'use strict';
+// Load generator (forked by bench/run.js, driven over IPC). Opens raw TCP connections to a
+// target, sends one HTTP/1.1 POST each, and reads the SSE response in one of three modes:
+//   fast     read as fast as possible (64 KiB reads)
+//   slow     N bytes/s at the TCP level: reads of at most 512 B into a fixed buffer (net `onread`),
+//            the socket paused (socket.pause()) once over budget and resumed by a timer,
+//            so the sender's socket really fills up
+//   stalled  stop reading after the first event
+// Raw sockets (not the http module) give exact control over when the kernel is read.
+//
+// IPC: {cmd:'start', spec} → {type:'started'}; {cmd:'freeze'}; {cmd:'snapshot'} → {type:'snapshot'};
+//      {cmd:'stop', drainMs} → {type:'result'}
+const net = require('node:net');
+const fs = require('node:fs');
+const { performance } = require('node:perf_hooks');
+
+const FFFD = Buffer.from([0xef, 0xbf, 0xbd]);
+const ERR_MARK = Buffer.from('event: error');
+const DONE_MARK = Buffer.from('[DONE]');
+const clients = [];
+let frozen = false;
+let slowTimer = null;
+
+function nowMs() {
+  return performance.timeOrigin + performance.now();
+}
+
+/** Streaming HTTP/1.1 response reader: head, then chunked / content-length / close-delimited body. */
+class Client {
+  constructor(spec, i) {
+    this.i = i;
+    this.spec = spec;
+    this.mode = spec.modes[i % spec.modes.length];
+    this.role = this.mode; // mode may switch to 'fast' for the final drain; role does not
+    this.rateBps = spec.slowBps || 2048;
+    this.tag = `${spec.tagPrefix || 'c'}${i}`;
+    this.rawBytes = 0;
+    this.payloadBytes = 0;
+    this.events = 0;
+    this.fffd = 0;
+    this.sawError = false;
+    this.errorCode = null;
+    this.sawDone = false;
+    this.ended = false;
+    this.failed = null;
+    this.status = 0;
+    this.openedAt = 0;
+    this.firstEventAt = 0;
+    this.lastEventAt = 0;
+    this.endedAt = 0;
+    this.stalledNow = false;
+    this.paused = false;
+    this.head = Buffer.alloc(0);
+    this.inBody = false;
+    this.chunked = false;
+    this.chunkLeft = 0; // bytes left in current chunk; -1 reading size line; -2 reading CRLF after data
+    this.sizeLine = '';
+    this.crlfLeft = 0;
+    this.tail = Buffer.alloc(0); // carry for marker search across reads
+    this.evText = ''; // carry for event parsing when spec.parseEvents
+    this.latencies = spec.latency ? [] : null;
+    this.localPort = 0;
+  }
+
+  connect() {
+    const bufSize = this.mode === 'fast' ? 65536 : this.mode === 'slow' ? 512 : 4096;
+    const buffer = sharedBuffers[bufSize] || (sharedBuffers[bufSize] = Buffer.allocUnsafe(bufSize));
+    this.openedAt = Date.now();
+    const sock = net.connect({
+      host: '127.0.0.1',
+      port: this.spec.port,
+      onread: { buffer, callback: (n, buf) => this.onRead(buf.subarray(0, n)) },
+    });
+    this.sock = sock;
+    sock.setNoDelay(true);
+    sock.on('connect', () => {
+      this.localPort = sock.localPort;
+      const body = JSON.stringify({
+        model: 'bench',
+        stream: true,
+        user: this.tag,
+        messages: [{ role: 'user', content: 'bench' }],
+      });
+      sock.write(
+        `POST ${this.spec.path} HTTP/1.1\r\nHost: 127.0.0.1:${this.spec.port}\r\nAccept: text/event-stream\r\n` +
+          `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      );
+    });
+    sock.on('end', () => this.onEnd());
+    sock.on('close', () => this.onEnd());
+    sock.on('error', (e) => {
+      if (!this.ended && !this.failed) this.failed = e.code || e.message;
+    });
+  }
+
+  /** Returns false to pause the socket (net `onread` contract). */
+  onRead(buf) {
+    this.rawBytes += buf.length;
+    if (!this.inBody) {
+      this.head = Buffer.concat([this.head, buf]);
+      const i = this.head.indexOf('\r\n\r\n');
+      if (i < 0) return true;
+      const headText = this.head.subarray(0, i).toString('latin1');
+      this.status = Number(/^HTTP\/1\.[01] (\d+)/.exec(headText)?.[1] || 0);
+      this.chunked = /\r\ntransfer-encoding:\s*chunked/i.test(headText);
+      this.chunkLeft = this.chunked ? -1 : 0;
+      this.inBody = true;
+      const rest = this.head.subarray(i + 4);
+      this.head = null;
+      if (rest.length) this.body(rest);
+    } else {
+      this.body(buf);
+    }
+    return this.wantMore();
+  }
+
+  body(buf) {
+    if (!this.chunked) return this.payload(buf);
+    let p = 0;
+    while (p < buf.length) {
+      if (this.chunkLeft === -1) {
+        const nl = buf.indexOf(10, p);
+        if (nl < 0) {
+          this.sizeLine += buf.toString('latin1', p);
+          return;
+        }
+        this.sizeLine += buf.toString('latin1', p, nl);
+        p = nl + 1;
+        const size = parseInt(this.sizeLine, 16);
+        this.sizeLine = '';
+        if (size === 0) {
+          this.chunkLeft = -3; // trailer; the response is over
+          return;
+        }
+        this.chunkLeft = size;
+      } else if (this.chunkLeft === -2) {
+        const nl = buf.indexOf(10, p);
+        if (nl < 0) return;
+        p = nl + 1;
+        this.chunkLeft = -1;
+      } else if (this.chunkLeft === -3) {
+        return;
+      } else {
+        const n = Math.min(this.chunkLeft, buf.length - p);
+        this.payload(buf.subarray(p, p + n));
+        p += n;
+        this.chunkLeft -= n;
+        if (this.chunkLeft === 0) this.chunkLeft = -2;
+      }
+    }
+  }
+
+  payload(buf) {
+    if (buf.length === 0) return;
+    this.payloadBytes += buf.length;
+    const t = Date.now();
+    // Marker search over the carry + this read, so markers split across reads are found.
+    const scan = this.tail.length ? Buffer.concat([this.tail, buf]) : buf;
+    let k = -1;
+    while ((k = scan.indexOf(FFFD, k + 1)) >= 0) if (k + 3 > this.tail.length) this.fffd++;
+    if (!this.sawError && scan.indexOf(ERR_MARK) >= 0) {
+      this.sawError = true;
+      const m = /"code"\s*:\s*"([^"]+)"/.exec(scan.toString('utf8', Math.max(0, scan.indexOf(ERR_MARK)), scan.length));
+      this.errorCode = m ? m[1] : 'unknown';
+    }
+    if (!this.sawDone && scan.indexOf(DONE_MARK) >= 0) this.sawDone = true;
+    // Event boundaries: count "\n\n" (our upstream and SSE encoders use LF endings).
+    let j = -1;
+    let newEvents = 0;
+    while ((j = scan.indexOf('\n\n', j + 1)) >= 0) if (j + 2 > this.tail.length) newEvents++;
+    if (newEvents) {
+      if (!this.firstEventAt) this.firstEventAt = t;
+      this.lastEventAt = t;
+      this.events += newEvents;
+      if (this.mode === 'stalled') this.stalledNow = true;
+    }
+    if (this.latencies) {
+      const text = this.evText + buf.toString('utf8');
+      const cut = text.lastIndexOf('\n\n');
+      const complete = cut >= 0 ? text.slice(0, cut) : '';
+      this.evText = cut >= 0 ? text.slice(cut + 2) : text;
+      if (this.evText.length > 1 << 16) this.evText = '';
+      if (complete) {
+        const now = nowMs();
+        const re = /\[ts=([\d.]+)\]/g;
+        let m;
+        while ((m = re.exec(complete)) && this.latencies.length < 200000) this.latencies.push(now - Number(m[1]));
+      }
+    }
+    this.tail = scan.subarray(Math.max(0, scan.length - 16));
+    if (this.tail.buffer === buf.buffer) this.tail = Buffer.from(this.tail); // onread buffer is reused
+  }
+
+  wantMore() {
+    if (frozen) return this.pause();
+    if (this.mode === 'stalled' && this.stalledNow) return this.pause();
+    if (this.mode === 'slow') {
+      const allowed = ((Date.now() - this.openedAt) * this.rateBps) / 1000;
+      if (this.rawBytes >= allowed) return this.pause();
+    }
+    return true;
+  }
+
+  pause() {
+    this.paused = true;
+    return false;
+  }
+
+  resume() {
+    if (!this.paused || this.ended) return;
+    this.paused = false;
+    this.sock.resume();
+  }
+
+  onEnd() {
+    if (this.ended) return;
+    this.ended = true;
+    this.endedAt = Date.now();
+  }
+
+  summary() {
+    return {
+      i: this.i,
+      mode: this.role,
+      tag: this.tag,
+      localPort: this.localPort,
+      status: this.status,
+      rawBytes: this.rawBytes,
+      payloadBytes: this.payloadBytes,
+      events: this.events,
+      fffd: this.fffd,
+      sawError: this.sawError,
+      errorCode: this.errorCode,
+      sawDone: this.sawDone,
+      ended: this.ended,
+      failed: this.failed,
+      openedAt: this.openedAt,
+      firstEventAt: this.firstEventAt,
+      lastEventAt: this.lastEventAt,
+      endedAt: this.endedAt,
+    };
+  }
+}
+const sharedBuffers = {};
+
+function slowTick() {
+  if (frozen) return;
+  const now = Date.now();
+  for (const c of clients) {
+    if (!c.paused || c.ended) continue;
+    if (c.mode === 'slow' && c.rawBytes < ((now - c.openedAt) * c.rateBps) / 1000) c.resume();
+  }
+}
+
+async function startAll(spec) {
+  for (const c of clients) c.sock.destroy();
+  clients.length = 0;
+  frozen = false;
+  clearInterval(slowTimer);
+  const batch = spec.rampBatch || 200;
+  for (let i = 0; i < spec.clients; i += batch) {
+    for (let k = i; k < Math.min(spec.clients, i + batch); k++) {
+      const c = new Client(spec, k);
+      clients.push(c);
+      c.connect();
+    }
+    if (i + batch < spec.clients) await new Promise((r) => setTimeout(r, spec.rampDelayMs || 50));
+  }
+  slowTimer = setInterval(slowTick, 50);
+}
+
+/** Kernel queue bytes per local port, from /proc/net/tcp: {port: {tx, rx, remPort, st}}. */
+function tcpQueues() {
+  const out = {};
+  for (const f of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text = '';
+    try {
+      text = fs.readFileSync(f, 'utf8');
+    } catch {
+      continue;
+    }
+    const lines = text.split('\n');
+    for (let i = 1; i < lines.length; i++) {
+      const p = lines[i].trim().split(/\s+/);
+      if (p.length < 5) continue;
+      const lp = parseInt(p[1].split(':')[1], 16);
+      const rp = parseInt(p[2].split(':')[1], 16);
+      const [tx, rx] = p[4].split(':').map((h) => parseInt(h, 16));
+      const key = `${lp}>${rp}`;
+      out[key] = { tx, rx, st: p[3] };
+    }
+  }
+  return out;
+}
+
+function percentile(sorted, q) {
+  if (!sorted.length) return null;
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+}
+
+process.on('message', async (msg) => {
+  try {
+    if (msg.cmd === 'start') {
+      await startAll(msg.spec);
+      process.send({ type: 'started' });
+    } else if (msg.cmd === 'freeze') {
+      frozen = true;
+      for (const c of clients) if (!c.ended) c.sock.pause();
+      process.send({ type: 'frozen' });
+    } else if (msg.cmd === 'progress') {
+      const now = Date.now();
+      const win = msg.flowWindowMs || 2500;
+      const r = { type: 'progress', total: clients.length, ended: 0, failed: 0, errors: 0, flowing: 0, open: 0, payloadBytes: 0, events: 0 };
+      for (const c of clients) {
+        if (c.ended) r.ended++;
+        if (c.failed) r.failed++;
+        if (c.sawError) r.errors++;
+        if (!c.ended && c.status === 200) r.open++;
+        if (!c.ended && !c.sawError && c.lastEventAt > now - win) r.flowing++;
+        r.payloadBytes += c.payloadBytes;
+        r.events += c.events;
+      }
+      process.send(r);
+    } else if (msg.cmd === 'snapshot') {
+      process.send({ type: 'snapshot', tcp: tcpQueues(), clients: clients.map((c) => c.summary()) });
+    } else if (msg.cmd === 'stop') {
+      // Drain: read whatever is left for up to drainMs, to see error events and ends.
+      frozen = false;
+      clearInterval(slowTimer);
+      const drainMs = msg.drainMs || 0;
+      if (drainMs > 0) {
+        for (const c of clients) {
+          c.mode = 'fast';
+          c.stalledNow = false;
+          c.paused = true;
+          c.resume();
+        }
+        const deadline = Date.now() + drainMs;
+        while (Date.now() < deadline && clients.some((c) => !c.ended)) await new Promise((r) => setTimeout(r, 50));
+      }
+      const summaries = clients.map((c) => c.summary());
+      let lat = null;
+      if (clients.some((c) => c.latencies)) {
+        const all = [];
+        for (const c of clients) if (c.latencies) for (const v of c.latencies) all.push(v);
+        all.sort((a, b) => a - b);
+        lat = { n: all.length, p50: percentile(all, 0.5), p90: percentile(all, 0.9), p99: percentile(all, 0.99), max: all[all.length - 1] ?? null };
+      }
+      for (const c of clients) c.sock.destroy();
+      process.send({ type: 'result', clients: summaries, latency: lat, beforeDrain: msg.beforeDrain || null });
+    }
+  } catch (e) {
+    process.send({ type: 'error', message: String(e && e.stack ? e.stack : e) });
+  }
+});
+process.on('disconnect', () => process.exit(0));

@@ -1,0 +1,243 @@
+'use strict';
+// Fake OpenAI-compatible upstream for the bench. Every path except /_* answers with an SSE stream
+// of `chat.completion.chunk` events (CJK + emoji content), produced at a configured rate, and
+// honours backpressure: while res.write() is false it produces nothing until 'drain'.
+// It records, per stream, how many bytes it managed to write.
+//
+// Control API (the bench sets one config per scenario/cell; stats reset with each config):
+//   POST /_config  {rate, eventBytes, durationMs, maxBytes, ts, tickMs}
+//                  rate = events/s per stream (0 = unlimited), ts = embed emit timestamps
+//   GET  /_stats   per-stream records
+//   POST /_freeze  stop producing on every stream (for a consistent memory snapshot)
+//   POST /_unfreeze
+//
+// Usage: node bench/upstream.js --port N
+const http = require('node:http');
+const { performance } = require('node:perf_hooks');
+
+const args = process.argv.slice(2);
+const port = Number(args[args.indexOf('--port') + 1] || 0);
+
+const TEXT = '流式传输的背压🌊不会丢字节テスト😀한국어 데이터🚀emoji✨漢字と絵文字🎉';
+
+let cfg = { rate: 100, eventBytes: 150, durationMs: 5000, maxBytes: 64 << 20, ts: false, tickMs: 10 };
+let epoch = 0;
+let streams = [];
+let frozen = false;
+let nextId = 1;
+const active = new Set();
+
+function nowMs() {
+  return performance.timeOrigin + performance.now();
+}
+
+/** Content text of roughly `bytes` UTF-8 bytes, never splitting a code point. */
+function contentOf(bytes) {
+  let s = '';
+  let i = 0;
+  const chars = Array.from(TEXT);
+  while (Buffer.byteLength(s) < bytes) s += chars[i++ % chars.length];
+  return s;
+}
+
+const CHUNK_HEAD = '{"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1700000000,"model":"bench","choices":[{"index":0,"delta":{"content":';
+const CHUNK_TAIL = '},"finish_reason":null}]}';
+const FRAME_OVERHEAD = Buffer.byteLength(`data: ${CHUNK_HEAD}""${CHUNK_TAIL}\n\n`);
+
+function eventText(content) {
+  return `data: ${CHUNK_HEAD}${JSON.stringify(content)}${CHUNK_TAIL}\n\n`;
+}
+
+let cachedContent = '';
+let cachedEvent = Buffer.alloc(0);
+let cachedBatch = Buffer.alloc(0);
+function rebuild() {
+  const contentBytes = Math.max(4, cfg.eventBytes - FRAME_OVERHEAD);
+  cachedContent = contentOf(contentBytes);
+  cachedEvent = Buffer.from(eventText(cachedContent));
+  const n = Math.max(1, Math.floor(65536 / cachedEvent.length));
+  cachedBatch = Buffer.concat(Array.from({ length: n }, () => cachedEvent));
+}
+rebuild();
+
+const FINAL = Buffer.from(
+  `data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1700000000,"model":"bench","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n`,
+);
+
+function makeEvents(st, n) {
+  if (!cfg.ts) {
+    if (n === 1) return cachedEvent;
+    return Buffer.concat(Array.from({ length: n }, () => cachedEvent));
+  }
+  let s = '';
+  for (let i = 0; i < n; i++) s += eventText(`[ts=${nowMs().toFixed(3)}]${cachedContent}`);
+  return Buffer.from(s);
+}
+
+function write(st, buf, events) {
+  st.written += buf.length;
+  st.events += events;
+  const ok = st.res.write(buf);
+  if (!ok) {
+    st.blocked = true;
+    st.blockedSince = Date.now();
+  }
+  return ok;
+}
+
+function finish(st, state) {
+  if (st.state !== 'open') return;
+  st.state = state;
+  st.endedAt = Date.now() - st.startedAt;
+  active.delete(st);
+  if (state === 'done') {
+    st.written += FINAL.length;
+    st.res.end(FINAL);
+  }
+}
+
+function onDrain(st) {
+  if (!st.blocked) return;
+  st.blocked = false;
+  st.blockedMs += Date.now() - st.blockedSince;
+  // Resume the schedule from now: a blocked producer does not catch up (it did not produce).
+  st.schedT0 = Date.now();
+  st.schedSent = 0;
+  if (cfg.rate === 0) pumpUnlimited(st);
+}
+
+function pumpUnlimited(st) {
+  if (st.state !== 'open' || st.blocked || frozen) return;
+  const limit = st.cfg.maxBytes;
+  let budget = 256 * 1024; // per turn, so streams share the loop fairly
+  while (budget > 0) {
+    if (st.written >= limit || Date.now() - st.startedAt >= st.cfg.durationMs) return finish(st, 'done');
+    const ok = write(st, cachedBatch, cachedBatch.length / cachedEvent.length);
+    budget -= cachedBatch.length;
+    if (!ok) return;
+  }
+  setImmediate(() => pumpUnlimited(st));
+}
+
+function tick() {
+  const now = Date.now();
+  for (const st of active) {
+    if (st.cfg.rate === 0) continue;
+    if (now - st.startedAt >= st.cfg.durationMs || st.written >= st.cfg.maxBytes) {
+      finish(st, 'done');
+      continue;
+    }
+    if (st.blocked || frozen) continue;
+    const due = Math.floor(((now - st.schedT0) * st.cfg.rate) / 1000) - st.schedSent;
+    if (due <= 0) continue;
+    const n = Math.min(due, 5000);
+    st.schedSent += due;
+    write(st, makeEvents(st, n), n);
+  }
+}
+let ticker = setInterval(tick, cfg.tickMs);
+
+function readBody(req) {
+  return new Promise((resolve) => {
+    const parts = [];
+    let size = 0;
+    req.on('data', (d) => {
+      if (size < 1 << 20) parts.push(d);
+      size += d.length;
+    });
+    req.on('end', () => resolve(Buffer.concat(parts).toString('utf8')));
+    req.on('error', () => resolve(''));
+  });
+}
+
+function json(res, code, obj) {
+  const body = JSON.stringify(obj);
+  res.writeHead(code, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
+const server = http.createServer(async (req, res) => {
+  const body = await readBody(req);
+  if (req.url.startsWith('/_config')) {
+    cfg = { ...cfg, ...JSON.parse(body || '{}') };
+    rebuild();
+    clearInterval(ticker);
+    ticker = setInterval(tick, cfg.tickMs);
+    for (const st of active) st.res.destroy();
+    active.clear();
+    streams = [];
+    frozen = false;
+    epoch++;
+    return json(res, 200, { ok: true, cfg, eventBytes: cachedEvent.length });
+  }
+  if (req.url.startsWith('/_stats')) {
+    return json(res, 200, {
+      epoch,
+      eventBytes: cachedEvent.length,
+      streams: streams.map((s) => ({
+        id: s.id,
+        tag: s.tag,
+        remotePort: s.remotePort,
+        written: s.written,
+        pending: s.res.writableLength || 0,
+        events: s.events,
+        state: s.state,
+        blockedMs: s.blockedMs + (s.blocked ? Date.now() - s.blockedSince : 0),
+        endedAt: s.endedAt,
+      })),
+    });
+  }
+  if (req.url.startsWith('/_freeze')) {
+    frozen = true;
+    return json(res, 200, { ok: true });
+  }
+  if (req.url.startsWith('/_unfreeze')) {
+    frozen = false;
+    for (const st of active) if (st.cfg.rate === 0) pumpUnlimited(st);
+    return json(res, 200, { ok: true });
+  }
+  // An SSE stream. The client tags its stream through the OpenAI `user` field.
+  let tag = null;
+  try {
+    tag = JSON.parse(body).user || null;
+  } catch {
+    /* GET or non-JSON */
+  }
+  const m = /[?&]tag=([^&]+)/.exec(req.url);
+  if (m) tag = decodeURIComponent(m[1]);
+  res.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+  });
+  res.flushHeaders();
+  res.socket.setNoDelay(true);
+  const st = {
+    id: nextId++,
+    tag,
+    remotePort: req.socket.remotePort,
+    cfg,
+    res,
+    written: 0,
+    events: 0,
+    state: 'open',
+    blocked: false,
+    blockedSince: 0,
+    blockedMs: 0,
+    startedAt: Date.now(),
+    endedAt: null,
+    schedT0: Date.now(),
+    schedSent: 0,
+  };
+  if (streams.length < 50000) streams.push(st);
+  active.add(st);
+  res.on('drain', () => onDrain(st));
+  res.on('close', () => finish(st, 'aborted'));
+  if (cfg.rate === 0) setImmediate(() => pumpUnlimited(st));
+});
+server.keepAliveTimeout = 60000;
+server.maxConnections = 60000;
+server.listen(port, '127.0.0.1', 2048, () => {
+  process.stdout.write(JSON.stringify({ ready: true, port: server.address().port }) + '\n');
+});
+process.on('SIGTERM', () => process.exit(0));
