@@ -1,0 +1,176 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { parse } from 'yaml';
+import { findAll, NginxDirective, parseNginxConf } from './nginx-conf';
+
+const ROOT = path.join(__dirname, '../..');
+const HEARTBEAT_MS = 15_000;
+
+interface ComposeService {
+  build?: string | { context?: string; dockerfile?: string };
+  image?: string;
+  command?: string | string[];
+  environment?: Record<string, string> | string[];
+  ports?: string[];
+  expose?: string[];
+  volumes?: string[];
+  depends_on?: string[] | Record<string, { condition?: string }>;
+}
+
+const compose = parse(fs.readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8')) as { services: Record<string, ComposeService> };
+const services = compose.services;
+
+function env(s: ComposeService): Record<string, string> {
+  if (Array.isArray(s.environment)) {
+    return Object.fromEntries(s.environment.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+  }
+  return Object.fromEntries(Object.entries(s.environment ?? {}).map(([k, v]) => [k, String(v)]));
+}
+
+function command(s: ComposeService): string[] {
+  return Array.isArray(s.command) ? s.command : (s.command ?? '').split(/\s+/).filter(Boolean);
+}
+
+function dependsOn(s: ComposeService): string[] {
+  return Array.isArray(s.depends_on) ? s.depends_on : Object.keys(s.depends_on ?? {});
+}
+
+function flag(cmd: string[], name: string): string | undefined {
+  const i = cmd.indexOf(name);
+  return i >= 0 ? cmd[i + 1] : undefined;
+}
+
+/** nginx time value to ms (`3600s`, `1h`, `90`, `1m30s`). */
+function nginxTimeMs(value: string): number {
+  if (!/^(\d+(ms|s|m|h|d)?)+$/.test(value)) throw new Error(`bad nginx time ${JSON.stringify(value)}`);
+  const units: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+  let total = 0;
+  for (const m of value.matchAll(/(\d+)(ms|s|m|h|d)?/g)) total += Number(m[1]) * units[m[2] ?? 's'];
+  return total;
+}
+
+describe('docker-compose.yml', () => {
+  it('defines gateway, simulator and edge services', () => {
+    expect(Object.keys(services).sort()).toEqual(['edge', 'gateway', 'simulator']);
+  });
+
+  it('builds the gateway from ./Dockerfile and runs dist/gateway/cli.js on port 8080', () => {
+    const g = services.gateway;
+    const build = typeof g.build === 'string' ? { context: g.build } : g.build;
+    expect(build?.context).toBe('.');
+    expect(build && 'dockerfile' in build ? build.dockerfile : 'Dockerfile').toBe('Dockerfile');
+    expect(command(g)).toEqual(['node', 'dist/gateway/cli.js']);
+    expect(env(g)).toMatchObject({ PORT: '8080', HOST: '0.0.0.0' });
+  });
+
+  it('points the gateway at the simulator service on the port the simulator listens on', () => {
+    const upstream = new URL(env(services.gateway).UPSTREAM_URL);
+    expect(upstream.hostname).toBe('simulator');
+    const sim = command(services.simulator);
+    expect(sim.slice(0, 2)).toEqual(['node', 'dist/simulator/cli.js']);
+    expect(flag(sim, '--port')).toBe(upstream.port);
+    expect(flag(sim, '--host')).toBe('0.0.0.0');
+    expect(dependsOn(services.gateway)).toContain('simulator');
+  });
+
+  it('runs the simulator from the same image as the gateway', () => {
+    expect(services.simulator.build).toEqual(services.gateway.build);
+    expect(services.simulator.image).toBe(services.gateway.image);
+  });
+
+  it('runs edge as nginx:stable-alpine with deploy/nginx.conf mounted, 8081 -> 80', () => {
+    const e = services.edge;
+    expect(e.image).toBe('nginx:stable-alpine');
+    expect(e.volumes).toContain('./deploy/nginx.conf:/etc/nginx/nginx.conf:ro');
+    expect(e.ports).toContain('8081:80');
+    expect(dependsOn(e)).toContain('gateway');
+  });
+});
+
+describe('Dockerfile', () => {
+  const text = fs.readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8');
+
+  it('is a multi-stage node:20-slim build that runs npm ci and npm run build', () => {
+    expect(text.match(/^FROM node:20-slim\b/gm)).toHaveLength(2);
+    expect(text).toMatch(/^RUN npm ci\b/m);
+    expect(text).toMatch(/^RUN npm run build\b/m);
+    expect(text).toMatch(/^COPY --from=build /m);
+  });
+
+  it('starts the gateway by default', () => {
+    expect(text).toMatch(/^CMD \["node", "dist\/gateway\/cli.js"\]$/m);
+  });
+});
+
+describe('deploy/nginx.conf', () => {
+  const conf = parseNginxConf(fs.readFileSync(path.join(ROOT, 'deploy/nginx.conf'), 'utf8'));
+  const servers = findAll(conf, 'server').filter((d) => d.children);
+  const proxied = findAll(conf, 'location').filter((l) => findAll(l.children ?? [], 'proxy_pass').length > 0);
+
+  function one(scope: NginxDirective[], name: string): string[] {
+    const found = findAll(scope, name);
+    expect(found.map((d) => d.name)).toEqual([name]);
+    return found[0].args;
+  }
+
+  it('proxies to the gateway service on port 8080', () => {
+    expect(proxied).toHaveLength(1);
+    const target = one(proxied[0].children ?? [], 'proxy_pass')[0];
+    const upstreamName = new URL(target).hostname;
+    const upstream = findAll(conf, 'upstream').find((u) => u.args[0] === upstreamName);
+    const server = upstream ? one(upstream.children ?? [], 'server')[0] : new URL(target).host;
+    expect(server).toBe('gateway:8080');
+  });
+
+  it('listens on port 80 (the container side of 8081:80)', () => {
+    expect(servers.flatMap((s) => findAll(s.children ?? [], 'listen').map((d) => d.args[0]))).toContain('80');
+  });
+
+  it.each([
+    ['proxy_buffering', ['off']],
+    ['proxy_cache', ['off']],
+    ['gzip', ['off']],
+    ['proxy_http_version', ['1.1']],
+  ])('sets %s %s for the proxied location', (name, args) => {
+    expect(one(proxied[0].children ?? [], name)).toEqual(args);
+  });
+
+  it('clears the Connection header so upstream keep-alive works', () => {
+    const headers = findAll(proxied[0].children ?? [], 'proxy_set_header').map((d) => d.args);
+    expect(headers).toContainEqual(['Connection', '']);
+  });
+
+  it('sets proxy_read_timeout above the 15 s heartbeat interval', () => {
+    const ms = nginxTimeMs(one(proxied[0].children ?? [], 'proxy_read_timeout')[0]);
+    expect(ms).toBeGreaterThan(2 * HEARTBEAT_MS);
+    expect(ms).toBe(3_600_000);
+  });
+
+  it('honours X-Accel-Buffering from the gateway (not ignored, not hidden)', () => {
+    for (const d of [...findAll(conf, 'proxy_ignore_headers'), ...findAll(conf, 'proxy_hide_header')]) {
+      expect(d.args.map((a) => a.toLowerCase())).not.toContain('x-accel-buffering');
+    }
+  });
+
+  it('does not turn buffering or compression back on anywhere', () => {
+    for (const name of ['proxy_buffering', 'gzip', 'proxy_cache']) {
+      for (const d of findAll(conf, name)) expect(d.args).toEqual(['off']);
+    }
+    expect(findAll(conf, 'proxy_ignore_client_abort').map((d) => d.args)).not.toContainEqual(['on']);
+  });
+});
+
+describe('parseNginxConf', () => {
+  it('parses blocks, quotes and comments', () => {
+    const parsed = parseNginxConf('http { # c\n  a "x;y" \'\' ;\n  b { c 1; }\n}\n');
+    expect(parsed).toEqual([
+      { name: 'http', args: [], children: [{ name: 'a', args: ['x;y', ''] }, { name: 'b', args: [], children: [{ name: 'c', args: ['1'] }] }] },
+    ]);
+  });
+
+  it('rejects unbalanced braces and a missing semicolon', () => {
+    expect(() => parseNginxConf('http { a 1;')).toThrow(/unbalanced/);
+    expect(() => parseNginxConf('a 1')).toThrow(/without ;/);
+    expect(() => parseNginxConf('}')).toThrow(/unexpected/);
+  });
+});
