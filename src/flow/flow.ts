@@ -83,6 +83,32 @@ export class Flow<T> extends Observable<T> {
    * emits later, signals a `TypeError` rather than exceed demand.
    */
   override pipe(): Flow<T>;
+  // Flow-operator-only overloads first: without a union parameter TypeScript can infer generic
+  // operators (`limitRate(8)`, `onBackpressureBuffer()`) from their position in the chain.
+  override pipe<A>(op1: FlowOperator<T, A>): Flow<A>;
+  override pipe<A, B>(op1: FlowOperator<T, A>, op2: FlowOperator<A, B>): Flow<B>;
+  override pipe<A, B, C>(op1: FlowOperator<T, A>, op2: FlowOperator<A, B>, op3: FlowOperator<B, C>): Flow<C>;
+  override pipe<A, B, C, D>(
+    op1: FlowOperator<T, A>,
+    op2: FlowOperator<A, B>,
+    op3: FlowOperator<B, C>,
+    op4: FlowOperator<C, D>,
+  ): Flow<D>;
+  override pipe<A, B, C, D, E>(
+    op1: FlowOperator<T, A>,
+    op2: FlowOperator<A, B>,
+    op3: FlowOperator<B, C>,
+    op4: FlowOperator<C, D>,
+    op5: FlowOperator<D, E>,
+  ): Flow<E>;
+  override pipe<A, B, C, D, E, F>(
+    op1: FlowOperator<T, A>,
+    op2: FlowOperator<A, B>,
+    op3: FlowOperator<B, C>,
+    op4: FlowOperator<C, D>,
+    op5: FlowOperator<D, E>,
+    op6: FlowOperator<E, F>,
+  ): Flow<F>;
   override pipe<A>(op1: FlowPipeable<T, A>): Flow<A>;
   override pipe<A, B>(op1: FlowPipeable<T, A>, op2: FlowPipeable<A, B>): Flow<B>;
   override pipe<A, B, C>(op1: FlowPipeable<T, A>, op2: FlowPipeable<A, B>, op3: FlowPipeable<B, C>): Flow<C>;
@@ -108,9 +134,9 @@ export class Flow<T> extends Observable<T> {
     op6: FlowPipeable<E, F>,
   ): Flow<F>;
   override pipe(...ops: FlowPipeable<unknown, unknown>[]): Flow<unknown>;
-  override pipe(...ops: FlowPipeable<unknown, unknown>[]): Flow<unknown> {
+  override pipe(...ops: ((source: never) => unknown)[]): Flow<unknown> {
     let current: Flow<unknown> = this as Flow<unknown>;
-    for (const op of ops) current = applyOperator(current, op);
+    for (const op of ops) current = applyOperator(current, op as FlowPipeable<unknown, unknown>);
     return current;
   }
 }
