@@ -218,7 +218,7 @@ describe('onBackpressureBuffer', () => {
 
     it('measures Buffers and typed arrays by byteLength', () => {
       const changes: number[] = [];
-      const { pub } = setup<Uint8Array>({ maxBytes: 100, onBufferChange: (b) => changes.push(b) });
+      const { pub } = setup<ArrayBufferView>({ maxBytes: 100, onBufferChange: (b) => changes.push(b) });
       pub.next(Buffer.from('hello'), new Uint8Array(7), new Uint16Array(3));
       expect(changes).toEqual([5, 12, 18]);
     });

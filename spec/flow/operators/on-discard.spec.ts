@@ -66,3 +66,21 @@ describe('onDiscard', () => {
     expect(reported).toEqual([boom, boom]);
   });
 });
+
+describe('onDiscard typing', () => {
+  it('fits any position of pipe and accepts a typed hook', () => {
+    const seen: number[] = [];
+    const rec = record(
+      fromIterable([1, 2, 3]).pipe(
+        onDiscard<number>((v) => seen.push(v)),
+        filter((x: number) => x > 1),
+        onDiscard((v: unknown) => seen.push(Number(v))),
+        limitRate(2),
+      ),
+    );
+    rec.sub.request(5);
+    const values: number[] = rec.values;
+    expect(values).toEqual([2, 3]);
+    expect(seen).toEqual([]);
+  });
+});

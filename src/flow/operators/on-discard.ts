@@ -1,4 +1,4 @@
-import { Flow, type FlowOperator } from '../flow';
+import { Flow } from '../flow';
 import { addDiscardHook } from './operator-subscriber';
 
 /**
@@ -18,10 +18,13 @@ import { addDiscardHook } from './operator-subscriber';
  * Discard: is where discards go; a throwing hook is reported (never breaks the stream).
  *
  * @param hook receives each discarded element; release resources here (buffers, handles).
+ *   `D` types what the hook expects (default `unknown`); like Reactor's `Class<R>` it is the
+ *   caller's claim about what upstream operators may discard, not a runtime filter.
  * @example
  * source.pipe(limitRate(64), onDiscard((chunk) => pool.release(chunk)));
  */
-export function onDiscard<T, D = T>(hook: (value: D) => void): FlowOperator<T, T> {
-  return (source) =>
+export function onDiscard<D = unknown>(hook: (value: D) => void): <T>(source: Flow<T>) => Flow<T> {
+  // Generic in T so that it fits any position of `pipe` without naming the element type.
+  return <T>(source: Flow<T>) =>
     new Flow<T>((actual, context) => source.subscribeWith(actual, addDiscardHook(context, hook as (value: unknown) => void)));
 }
