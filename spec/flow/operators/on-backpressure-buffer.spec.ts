@@ -1,5 +1,5 @@
 import { BufferOverflowError } from '../../../src/errors';
-import { onBackpressureBuffer, onDiscard } from '../../../src/flow';
+import { ByteBudget, onBackpressureBuffer, onDiscard } from '../../../src/flow';
 import type { OnBackpressureBufferOptions } from '../../../src/flow';
 import { TestPublisher, record } from './test-publisher';
 
@@ -273,5 +273,28 @@ describe('onBackpressureBuffer', () => {
     expect(() => onBackpressureBuffer({ maxBytes: 0 })).toThrow(RangeError);
     expect(() => onBackpressureBuffer({ maxBytes: NaN })).toThrow(RangeError);
     expect(() => onBackpressureBuffer({ overflow: 'bogus' as never })).toThrow(RangeError);
+  });
+});
+
+describe('onBackpressureBuffer with a shared ByteBudget', () => {
+  it('acquires parked bytes from the budget, overflows when it is spent and releases on delivery', () => {
+    const budget = new ByteBudget(6);
+    expect(budget.tryAcquire(2)).toBe(true); // another stage holds 2 bytes
+    const { pub, rec } = setup<string>({ budget, overflow: 'drop-latest' });
+    pub.next('abc');
+    expect(budget.used).toBe(5);
+    pub.next('xy'); // 5 + 2 > 6
+    rec.sub.request(5);
+    expect(rec.values).toEqual(['abc']);
+    expect(budget.used).toBe(2);
+  });
+
+  it('releases the backlog bytes on cancel', () => {
+    const budget = new ByteBudget(100);
+    const { pub, rec } = setup<string>({ budget });
+    pub.next('hello', 'world');
+    expect(budget.used).toBe(10);
+    rec.sub.cancel();
+    expect(budget.used).toBe(0);
   });
 });

@@ -1,5 +1,5 @@
 import { BufferOverflowError } from '../../errors';
-import { utf8Size } from '../budget';
+import { type ByteBudget, utf8Size } from '../budget';
 import { addDemand } from '../demand';
 import { discard } from '../discard';
 import type { FlowOperator } from '../flow';
@@ -43,6 +43,12 @@ export interface OnBackpressureBufferOptions<T> {
   onDiscard?: (value: T) => void;
   /** Called after every change of the parked backlog with its bytes and element count (for metrics). */
   onBufferChange?: (bufferedBytes: number, bufferedItems: number) => void;
+  /**
+   * A per-stream {@link ByteBudget} shared with other stages (and the Express bridge): parked
+   * bytes are acquired from it as well, and an element that does not fit it overflows like one
+   * that does not fit `maxBytes`. Bytes are released as soon as they leave this buffer.
+   */
+  budget?: ByteBudget;
 }
 
 /**
@@ -95,11 +101,12 @@ export function onBackpressureBuffer<T>(options: OnBackpressureBufferOptions<T> 
     maxItems,
     maxBytes,
     overflow,
-    measure: maxBytes !== Infinity || opts.sizeOf !== undefined || opts.onBufferChange !== undefined,
+    measure: maxBytes !== Infinity || opts.sizeOf !== undefined || opts.onBufferChange !== undefined || opts.budget !== undefined,
     sizeOf: opts.sizeOf ?? (utf8Size as (value: T) => number),
     onOverflow: opts.onOverflow,
     onDiscard: opts.onDiscard as ((value: unknown) => void) | undefined,
     onBufferChange: opts.onBufferChange,
+    budget: opts.budget,
     delayError: overflow === 'error' || (overflow !== 'terminate' && opts.onOverflow !== undefined),
   };
   return operator<T, T>((actual, context) => new BufferSubscriber<T>(actual, context, config));
@@ -114,6 +121,7 @@ interface BufferConfig<T> {
   readonly onOverflow: ((value: T) => void) | undefined;
   readonly onDiscard: ((value: unknown) => void) | undefined;
   readonly onBufferChange: ((bufferedBytes: number, bufferedItems: number) => void) | undefined;
+  readonly budget: ByteBudget | undefined;
   readonly delayError: boolean;
 }
 
@@ -169,13 +177,13 @@ class BufferSubscriber<T> extends OperatorSubscriber<T, T> {
         this.overflowed(value);
         return;
       case 'drop-oldest':
-        if (size > config.maxBytes) {
+        if (size > config.maxBytes || (config.budget !== undefined && size > config.budget.available + this.bytes)) {
           this.overflowed(value); // can never fit: refusing it keeps the backlog
           return;
         }
         while (!this.fits(size) && this.queue.length > 0) {
           const oldest = this.queue.shift() as T;
-          this.bytes -= this.sizes.shift() as number;
+          this.release(this.sizes.shift() as number);
           this.changed();
           if (!this.overflowed(oldest)) {
             this.discard(value);
@@ -228,14 +236,23 @@ class BufferSubscriber<T> extends OperatorSubscriber<T, T> {
   }
 
   private fits(size: number): boolean {
-    return this.queue.length + 1 <= this.config.maxItems && this.bytes + size <= this.config.maxBytes;
+    const { maxItems, maxBytes, budget } = this.config;
+    return (
+      this.queue.length + 1 <= maxItems && this.bytes + size <= maxBytes && (budget === undefined || size <= budget.available)
+    );
   }
 
   private push(value: T, size: number): void {
     this.queue.push(value);
     this.sizes.push(size);
     this.bytes += size;
+    this.config.budget?.tryAcquire(size); // fits() checked it
     this.changed();
+  }
+
+  private release(size: number): void {
+    this.bytes -= size;
+    this.config.budget?.release(size);
   }
 
   /**
@@ -274,6 +291,7 @@ class BufferSubscriber<T> extends OperatorSubscriber<T, T> {
     if (this.queue.length === 0) return;
     const values = this.queue.drainAll();
     this.sizes.clear();
+    this.config.budget?.release(this.bytes);
     this.bytes = 0;
     this.changed();
     for (const v of values) this.discard(v);
@@ -288,7 +306,7 @@ class BufferSubscriber<T> extends OperatorSubscriber<T, T> {
         if (this.checkTerminated(this.done, empty)) return;
         if (empty) break;
         const value = this.queue.shift() as T;
-        this.bytes -= this.sizes.shift() as number;
+        this.release(this.sizes.shift() as number);
         this.changed();
         if (this.requested !== Infinity) this.requested--;
         this.actual.onNext(value);
