@@ -69,7 +69,7 @@ describe('createSseParser properties', () => {
   it('matches a whole-stream TextDecoder + line-split model on arbitrary bytes, for any chunking', () => {
     const token = fc.oneof(
       fc.constantFrom('data', 'event', 'id', 'retry', 'x', ':', ' ', '\r', '\n', '\r\n', '12', '\0', '日', '😀').map((s) => [...bytes(s)]),
-      fc.constantFrom([0xef, 0xbb, 0xbf], [0xe6, 0x97], [0xf0, 0x9f], [0xf0, 0x9f, 0x98], [0xff], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0x80]),
+      fc.constantFrom([0xef, 0xbb, 0xbf], [0xe6, 0x97], [0xf0, 0x9f], [0xf0, 0x9f, 0x98], [0xff], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0x80], [0xef, 0xbf, 0xbf], [0xf4, 0x8f, 0xbf, 0xbf], [0xf4, 0x90, 0x80, 0x80], [0xc2, 0xa0]),
       fc.array(fc.integer({ min: 0, max: 255 }), { maxLength: 4 }),
     );
     fc.assert(
@@ -83,6 +83,27 @@ describe('createSseParser properties', () => {
         },
       ),
       { numRuns: 1000 },
+    );
+  });
+
+  it('matches the model on large CJK-heavy and mixed chunks (whole-region decoding)', () => {
+    const cjkLine = fc.constantFrom('東京の天気は晴れ。気温は二十五度で、湿度は六十パーセントです。'.repeat(4), '漢字😀'.repeat(30), 'ascii only text '.repeat(10));
+    const token = fc.oneof(
+      { weight: 4, arbitrary: cjkLine.map((s) => [...bytes(s)]) },
+      { weight: 6, arbitrary: fc.constantFrom('data:', 'data: ', 'event: ', 'id: ', ':', '\r', '\n', '\r\n', '\n\n', '\0').map((s) => [...bytes(s)]) },
+      { weight: 1, arbitrary: fc.constantFrom([0xe6, 0x97], [0xff], [0xf0, 0x9f, 0x98], [0xef, 0xbb, 0xbf]) },
+    );
+    fc.assert(
+      fc.property(
+        fc.array(token, { minLength: 30, maxLength: 120 }).chain((tokens) => {
+          const all = Uint8Array.from(tokens.flat());
+          return fc.tuple(fc.constant(all), fc.array(fc.integer({ min: 0, max: all.length }), { maxLength: 3 }).map((xs) => [...xs].sort((a, b) => a - b)));
+        }),
+        ([all, offsets]) => {
+          expect(parseChunks(splitAt(all, offsets))).toEqual(referenceParse(all));
+        },
+      ),
+      { numRuns: 300 },
     );
   });
 

@@ -1,3 +1,4 @@
+import * as nodeBuffer from 'buffer';
 import { SseLimitError } from '../errors';
 
 /**
@@ -74,15 +75,75 @@ const COLON = 0x3a;
 const SPACE = 0x20;
 /** A pending-line buffer grown past this is released after use instead of kept. */
 const KEEP_PENDING_BYTES = 64 * 1024;
+/** Chunks shorter than this are decoded line by line, without classifying the chunk first. */
+const REGION_MIN_BYTES = 2048;
 
-type Utf8Slicer = (this: Buffer, start: number, end: number) => string;
-// Buffer#utf8Slice is what Buffer#toString('utf8') calls after argument checks; it decodes
-// with V8's WHATWG-conformant UTF-8 decoder (U+FFFD per maximal subpart, as TextDecoder).
-const utf8Slice: Utf8Slicer =
-  (Buffer.prototype as unknown as { utf8Slice?: Utf8Slicer }).utf8Slice ??
+type Slicer = (this: Buffer, start: number, end: number) => string;
+const proto = Buffer.prototype as unknown as { latin1Slice?: Slicer; ucs2Slice?: Slicer; utf8Slice?: Slicer };
+const utf8Slice: Slicer =
+  proto.utf8Slice ??
   function (this: Buffer, start: number, end: number): string {
     return this.toString('utf8', start, end);
   };
+// Buffer#latin1Slice/#ucs2Slice are what Buffer#toString('latin1'/'utf16le') call after argument checks.
+const latin1Slice: Slicer =
+  proto.latin1Slice ??
+  function (this: Buffer, start: number, end: number): string {
+    return this.toString('latin1', start, end);
+  };
+const ucs2Slice: Slicer =
+  proto.ucs2Slice ??
+  function (this: Buffer, start: number, end: number): string {
+    return this.toString('utf16le', start, end);
+  };
+const isAscii: (input: Uint8Array) => boolean = nodeBuffer.isAscii ?? (() => false);
+const transcode = typeof nodeBuffer.transcode === 'function' && process.versions.icu !== undefined ? nodeBuffer.transcode : undefined;
+/** WHATWG "UTF-8 decode without BOM" (a mid-stream U+FEFF is content): U+FFFD per maximal subpart. */
+const lenientDecoder = new TextDecoder('utf-8', { fatal: false, ignoreBOM: true });
+
+/**
+ * Decodes complete lines (the range never ends inside a character). Valid UTF-8 goes through
+ * ICU's transcoder, several times faster than V8's decoder on CJK text; ICU rejects invalid
+ * input, which then takes the WHATWG TextDecoder (U+FFFD replacement).
+ */
+function decodeUtf8(buf: Buffer, start: number, end: number): string {
+  const bytes = buf.subarray(start, end);
+  if (transcode !== undefined) {
+    try {
+      const utf16 = transcode(bytes, 'utf8', 'utf16le');
+      return ucs2Slice.call(utf16, 0, utf16.length);
+    } catch {
+      // invalid UTF-8: replaced below
+    }
+  }
+  return lenientDecoder.decode(bytes);
+}
+
+/**
+ * Decodes one line's value. V8's decoder (Buffer#utf8Slice, WHATWG-conformant: U+FFFD per
+ * maximal subpart) is fastest on mostly-ASCII text; long CJK-heavy lines go through ICU.
+ */
+function decodeLine(buf: Buffer, start: number, end: number, ascii: boolean): string {
+  if (ascii) return latin1Slice.call(buf, start, end);
+  if (end - start >= 256 && mostlyNonAscii(buf, start, end)) return decodeUtf8(buf, start, end);
+  return utf8Slice.call(buf, start, end);
+}
+
+/**
+ * A speed heuristic only (both decoders give identical strings): samples three 32-byte windows
+ * and says whether at least a quarter of their bytes are non-ASCII.
+ */
+function mostlyNonAscii(buf: Buffer, start: number, end: number): boolean {
+  if (transcode === undefined) return false;
+  const length = end - start;
+  if (length < 96) return false;
+  let high = 0;
+  for (let w = 1; w <= 3; w++) {
+    const from = start + ((length * w) >> 2) - 16;
+    for (let i = from; i < from + 32; i++) if ((buf[i] as number) >= 0x80) high++;
+  }
+  return high >= 24;
+}
 
 function checkLimit(name: string, value: number | undefined, fallback: number): number {
   if (value === undefined) return fallback;
@@ -204,10 +265,65 @@ class SseParserImpl {
       }
     }
 
+    if (this.pendingLength > 0) {
+      // The first line end completes the line carried over from earlier chunks.
+      let end = buf.indexOf(LF, pos);
+      const cr = buf.indexOf(CR, pos);
+      if (cr !== -1 && (end === -1 || cr < end)) end = cr;
+      if (end === -1) {
+        this.appendPending(buf, pos, n);
+        return;
+      }
+      this.appendPending(buf, pos, end);
+      if (this.epoch !== epoch) return;
+      const line = this.pending as Buffer;
+      const len = this.pendingLength;
+      this.pendingLength = 0;
+      if (line.length > KEEP_PENDING_BYTES) this.pending = null;
+      this.processLine(line, 0, len, null, 0, 0, false);
+      if (this.epoch !== epoch) return;
+      pos = end + 1;
+      if (buf[end] === CR) {
+        // CRLF is one line end, also when the LF arrives in the next chunk.
+        if (pos === n) this.skipLF = true;
+        else if (buf[pos] === LF) pos++;
+      }
+      if (pos === n) return;
+    }
+
+    // Large chunks: the complete lines form one region, classified once (ASCII, CJK-heavy or
+    // mixed) to pick the fastest exact decoder; small chunks decode line by line.
+    let text: string | null = null;
+    let ascii = false;
+    if (n - pos >= REGION_MIN_BYTES) {
+      const lastLF = buf.lastIndexOf(LF);
+      const lastCR = buf.lastIndexOf(CR);
+      const regionEnd = (lastLF > lastCR ? lastLF : lastCR) + 1;
+      if (regionEnd > pos) {
+        if (isAscii(buf.subarray(pos, regionEnd))) ascii = true;
+        else if (mostlyNonAscii(buf, pos, regionEnd)) text = decodeUtf8(buf, pos, regionEnd);
+      }
+    }
+    pos = this.processLines(buf, pos, text, ascii, epoch);
+    if (pos < n && this.epoch === epoch) this.appendPending(buf, pos, n);
+  }
+
+  /**
+   * Runs the line rules on every complete line of `buf` from `pos`; returns where the
+   * incomplete rest starts. `text`, when given, is the decoded region of complete lines from
+   * `pos`; `ascii` says that region is ASCII.
+   */
+  private processLines(buf: Buffer, pos: number, text: string | null, ascii: boolean, epoch: number): number {
+    const n = buf.length;
     const maxLine = this.maxLineBytes;
+    // CR and LF map 1:1 to U+000D and U+000A and every field prefix (`data:`, `:` …) is ASCII,
+    // so byte offsets within a line's ASCII prefix equal string offsets from the line start.
+    let cpos = 0;
+    let nextLFc = -1;
+    let nextCRc = -1;
     let nextLF = -1;
     let nextCR = -1;
-    while (pos < n) {
+    for (;;) {
       // Cached next-LF/next-CR positions keep the scan linear in the chunk length.
       if (nextLF < pos) {
         nextLF = buf.indexOf(LF, pos);
@@ -218,33 +334,37 @@ class SseParserImpl {
         if (nextCR === -1) nextCR = n;
       }
       const end = nextLF < nextCR ? nextLF : nextCR;
-      if (end === n) break;
-
-      if (this.pendingLength > 0) {
-        this.appendPending(buf, pos, end);
-        if (this.epoch !== epoch) return;
-        const line = this.pending as Buffer;
-        const len = this.pendingLength;
-        this.pendingLength = 0;
-        if (line.length > KEEP_PENDING_BYTES) this.pending = null;
-        this.processLine(line, 0, len);
-      } else {
-        if (end - pos > maxLine) {
-          this.fail(new SseLimitError('line', maxLine));
-          return;
-        }
-        this.processLine(buf, pos, end);
+      if (end === n) return pos;
+      if (end - pos > maxLine) {
+        this.fail(new SseLimitError('line', maxLine));
+        return n;
       }
-      if (this.epoch !== epoch) return;
-
+      let cend = 0;
+      if (text !== null) {
+        if (nextLFc < cpos) {
+          nextLFc = text.indexOf('\n', cpos);
+          if (nextLFc === -1) nextLFc = text.length;
+        }
+        if (nextCRc < cpos) {
+          nextCRc = text.indexOf('\r', cpos);
+          if (nextCRc === -1) nextCRc = text.length;
+        }
+        cend = nextLFc < nextCRc ? nextLFc : nextCRc;
+      }
+      this.processLine(buf, pos, end, text, cpos, cend, ascii);
+      if (this.epoch !== epoch) return n;
       pos = end + 1;
+      cpos = cend + 1;
       if (end === nextCR) {
         // CRLF is one line end, also when the LF arrives in the next chunk.
         if (pos === n) this.skipLF = true;
-        else if (buf[pos] === LF) pos++;
+        else if (buf[pos] === LF) {
+          pos++;
+          cpos++;
+        }
       }
+      if (pos === n) return n;
     }
-    if (pos < n) this.appendPending(buf, pos, n);
   }
 
   end(): void {
@@ -284,8 +404,20 @@ class SseParserImpl {
     this.pendingLength = length;
   }
 
-  /** §9.2.6 line rules, on the bytes of one line (terminator excluded). */
-  private processLine(buf: Buffer, start: number, end: number): void {
+  /**
+   * §9.2.6 line rules on one line (terminator excluded): bytes `buf[start, end)`, and, when
+   * `text` is given, the same line decoded as `text[cstart, cend)`; otherwise values are decoded
+   * from the bytes (`ascii`: known to be ASCII).
+   */
+  private processLine(
+    buf: Buffer,
+    start: number,
+    end: number,
+    text: string | null,
+    cstart: number,
+    cend: number,
+    ascii: boolean,
+  ): void {
     if (start === end) {
       this.dispatch();
       return;
@@ -296,7 +428,7 @@ class SseParserImpl {
       if (onComment !== undefined) {
         let from = start + 1;
         if (from < end && buf[from] === SPACE) from++;
-        onComment(from === end ? '' : utf8Slice.call(buf, from, end));
+        onComment(from === end ? '' : text !== null ? text.slice(cstart + (from - start), cend) : decodeLine(buf, from, end, ascii));
       }
       return;
     }
@@ -311,13 +443,13 @@ class SseParserImpl {
     switch (colon - start) {
       case 4:
         if (buf[start] === 0x64 && buf[start + 1] === 0x61 && buf[start + 2] === 0x74 && buf[start + 3] === 0x61) {
-          this.appendData(buf, valueStart, end);
+          this.appendData(end - valueStart, valueStart === end ? '' : text !== null ? text.slice(cstart + (valueStart - start), cend) : decodeLine(buf, valueStart, end, ascii));
         }
         return;
       case 5:
         if (buf[start] === 0x65) {
           if (buf[start + 1] === 0x76 && buf[start + 2] === 0x65 && buf[start + 3] === 0x6e && buf[start + 4] === 0x74) {
-            this.eventType = valueStart === end ? '' : utf8Slice.call(buf, valueStart, end);
+            this.eventType = valueStart === end ? '' : text !== null ? text.slice(cstart + (valueStart - start), cend) : decodeLine(buf, valueStart, end, ascii);
           }
         } else if (
           buf[start] === 0x72 &&
@@ -333,7 +465,7 @@ class SseParserImpl {
         if (buf[start] === 0x69 && buf[start + 1] === 0x64) {
           // "If the field value does not contain U+0000 NULL, then set the last event ID buffer".
           for (let i = valueStart; i < end; i++) if (buf[i] === 0) return;
-          this.lastEventId = valueStart === end ? '' : utf8Slice.call(buf, valueStart, end);
+          this.lastEventId = valueStart === end ? '' : text !== null ? text.slice(cstart + (valueStart - start), cend) : decodeLine(buf, valueStart, end, ascii);
         }
         return;
       default:
@@ -341,15 +473,13 @@ class SseParserImpl {
     }
   }
 
-  private appendData(buf: Buffer, start: number, end: number): void {
-    const bytes = end - start;
+  private appendData(bytes: number, value: string): void {
     const total = this.dataLines === 0 ? bytes : this.dataBytes + 1 + bytes;
     if (total > this.maxEventBytes) {
       this.fail(new SseLimitError('event', this.maxEventBytes));
       return;
     }
     this.dataBytes = total;
-    const value = bytes === 0 ? '' : utf8Slice.call(buf, start, end);
     this.data = this.dataLines === 0 ? value : this.data + '\n' + value;
     this.dataLines++;
   }
