@@ -163,9 +163,11 @@ function checkLimit(name: string, value: number | undefined, fallback: number): 
  * events with no `data` not dispatched, `id` containing NUL ignored, `retry` only when all
  * ASCII digits, unknown fields ignored, and an event without its blank line dropped at `end()`.
  *
- * Lines are split on the bytes 0x0A/0x0D before decoding; each line is decoded once. This
- * equals decoding the whole stream first, because CR and LF never occur inside a valid UTF-8
- * sequence and an invalid partial sequence before them becomes U+FFFD either way.
+ * Lines are split on the bytes 0x0A/0x0D before decoding, and only complete lines are decoded
+ * (field names are matched on bytes; values decoded once, line by line or per chunk region).
+ * This equals decoding the whole stream first, because CR and LF never occur inside a valid
+ * UTF-8 sequence and an invalid partial sequence before them becomes U+FFFD either way.
+ * Not re-entrant: a callback must not call `feed()` of the same parser (it may call `reset()`).
  *
  * Limits: memory is bounded by `maxLineBytes` (pending line) plus `maxEventBytes` (data of the
  * event being built); exceeding either signals {@link SseLimitError} (`ERR_TIDEGATE_SSE_LIMIT`):

@@ -29,8 +29,8 @@ export interface SseDecodeOptions {
  * Demand: requests upstream only while downstream demand is unmet: one chunk at a time when
  * downstream demand is positive and no parsed event is waiting (unbounded when downstream
  * demand is unbounded). Events parsed beyond demand wait in a queue that only ever holds
- * events parsed from ONE chunk, so it is bounded by the chunk size (an event takes at least
- * 6 bytes, `data\n\n`).
+ * events parsed from ONE chunk, so it is bounded by the chunk size: at most 1 + chunk bytes / 6
+ * (an event takes at least the 6 bytes `data\n\n`; only the first may have begun earlier).
  * Discard: queued events on cancel.
  * Errors: a limit exceeded ({@link SseLimitError}, `ERR_TIDEGATE_SSE_LIMIT`) cancels upstream
  * at once; events parsed before it are still delivered as demand allows, then the error.
