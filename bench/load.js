@@ -130,6 +130,8 @@ class Client {
         this.sizeLine = '';
         if (size === 0) {
           this.chunkLeft = -3; // trailer; the response is over
+          this.onEnd();
+          setImmediate(() => this.sock.end());
           return;
         }
         this.chunkLeft = size;

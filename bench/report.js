@@ -208,6 +208,7 @@ function markdown(res, charts) {
   out.push(`- **Machine:** ${m.nproc} × ${m.model}, ${m.memGb} GiB RAM, Linux ${m.kernel}, Node.js ${m.node}, open-file limit ${m.fdSoft}/${m.fdHard}`);
   out.push(`- **Systems:** a fake OpenAI-compatible upstream (\`bench/upstream.js\`), a load generator (\`bench/load.js\`), and each proxy, as separate processes on 127.0.0.1. Baselines: ${Object.values(LABELS).slice(0, 3).join(', ')} (\`bench/baselines.js\`, \`bench/targets.js\`).`);
   out.push(`- **tidegate command:** \`node ${res.gatewayCommand}\` (defined once in \`bench/targets.js\`, \`tidegateCommand\`)`);
+  if (res.gatewayFlagsMissing) out.push(`- **Gateway flags missing in this build:** ${res.gatewayFlagsMissing.join(', ')} — tidegate ran with its built-in defaults for those.`);
   if (res.skipped.length) {
     out.push('- **Skipped:** ' + res.skipped.map((s) => `${s.target} (${s.why})`).join('; '));
   }
@@ -306,7 +307,7 @@ function markdown(res, charts) {
     out.push('');
     out.push(`Producer rate and consumer rate as two independent variables: every cell runs ${mp.streams} concurrent streams for ${mp.cellMs / 1000} s at one upstream rate (rows, events/s of ~150 B) and one client read rate (columns), then classifies the cell: **completed** (every stream got \`[DONE]\`), **upstream slowed, bounded** (no error, the proxy holds ≤ 4× the 64 KiB budget per stream, the producer was paused), **terminated** (streams ended with an \`event: error\`, e.g. overflow or stall), **memory grew** (a stream's userland backlog exceeded 4× the budget, or RSS grew > 100 MB in the cell).`);
     out.push('');
-    out.push('Real LLM token rates (20–200 tokens/s) are below what loopback socket buffers absorb in a few seconds, so the rows are scaled up (200 to 20,000 events/s) to compress minutes of streaming into one cell; the boundary is the ratio of producer to consumer rate, which the scaling keeps.');
+    out.push('Real LLM token rates (20–200 tokens/s) are far below what loopback socket buffers absorb in a few seconds (the kernel autotunes the send buffer of a stalled stream up to `tcp_wmem` max, megabytes), so the rows are scaled up (hundreds to tens of thousands of events/s) to compress minutes of streaming into one cell; the boundary is the ratio of producer to consumer rate, which the scaling keeps.');
     out.push('');
     if (charts['bench-stability.svg']) out.push('![Stability heatmaps](img/bench-stability.svg)\n');
     for (const [name, cells] of Object.entries(mp.policies)) {

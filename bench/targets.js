@@ -19,19 +19,41 @@ const DEFAULT_POLICY = { maxBufferedBytes: 65536, stallTimeoutMs: 30000, overflo
  */
 function tidegateCommand({ port, upstreamUrl, policy }) {
   const p = { ...DEFAULT_POLICY, ...(policy || {}) };
+  const flags = [
+    ['--passthrough', `/sse=${upstreamUrl}/sse`],
+    ['--max-buffered-bytes', String(p.maxBufferedBytes)],
+    ['--stall-timeout-ms', String(p.stallTimeoutMs)],
+    ['--overflow', p.overflow],
+    ['--heartbeat-ms', String(p.heartbeatMs)],
+  ];
+  const supported = cliFlags();
+  const args = [GATEWAY_CLI, '--port', String(port)];
+  const unsupported = [];
+  for (const [k, v] of flags) {
+    if (supported === null || supported.has(k)) args.push(k, v);
+    else unsupported.push(k);
+  }
   return {
     cmd: process.execPath,
-    args: [
-      GATEWAY_CLI,
-      '--port', String(port),
-      '--passthrough', `/sse=${upstreamUrl}/sse`,
-      '--max-buffered-bytes', String(p.maxBufferedBytes),
-      '--stall-timeout-ms', String(p.stallTimeoutMs),
-      '--overflow', p.overflow,
-      '--heartbeat-ms', String(p.heartbeatMs),
-    ],
+    args,
+    unsupported,
     env: { PORT: String(port), HOST: '127.0.0.1', UPSTREAM_URL: upstreamUrl, NODE_ENV: 'production' },
   };
+}
+
+/**
+ * Flags the built CLI declares (its parseArgs option names), so the bench runs against an
+ * in-progress gateway without passing flags it would reject. null = cannot tell, pass all.
+ */
+function cliFlags() {
+  try {
+    const text = fs.readFileSync(GATEWAY_CLI, 'utf8');
+    const set = new Set();
+    for (const m of text.matchAll(/['"]?([a-z][a-z-]*)['"]?\s*:\s*\{\s*type\s*:/g)) set.add(`--${m[1]}`);
+    return set.size ? set : null;
+  } catch {
+    return null;
+  }
 }
 
 function nginxBinary() {
@@ -123,7 +145,12 @@ function targets() {
       label: 'tidegate passthrough',
       path: '/sse',
       tidegate: true,
-      available: gatewayAvailable,
+      available: () => {
+        const a = gatewayAvailable();
+        if (!a.ok) return a;
+        const f = cliFlags();
+        return f && !f.has('--passthrough') ? { ok: false, why: 'this gateway build has no --passthrough flag yet' } : a;
+      },
       start: (ctx) => startTidegate('tidegate-pass', ctx),
     },
     {
@@ -151,7 +178,7 @@ async function startTidegate(name, ctx) {
   const c = tidegateCommand({ port: ctx.port, upstreamUrl: ctx.upstreamUrl, policy: ctx.policy });
   const rec = procs.start(name, c.cmd, c.args, { cwd: ROOT, env: c.env });
   await procs.waitForPort(ctx.port, 15000, rec);
-  return { rec, port: ctx.port, sampleChildren: false, command: [c.cmd, ...c.args].join(' ') };
+  return { rec, port: ctx.port, sampleChildren: false, command: [c.cmd, ...c.args].join(' '), unsupported: c.unsupported };
 }
 
-module.exports = { targets, tidegateCommand, DEFAULT_POLICY, GATEWAY_CLI, nginxBinary };
+module.exports = { targets, tidegateCommand, cliFlags, DEFAULT_POLICY, GATEWAY_CLI, nginxBinary };

@@ -208,7 +208,6 @@ const server = http.createServer(async (req, res) => {
   res.writeHead(200, {
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-cache',
-    connection: 'keep-alive',
   });
   res.flushHeaders();
   res.socket.setNoDelay(true);
