@@ -164,6 +164,19 @@ describe('createSseParser', () => {
     });
   });
 
+  describe('web-platform-tests eventsource cases', () => {
+    it('format-field-parse: NUL, stray spaces, case and CR handling', () => {
+      const text = 'data:\0\ndata:  2\rData:1\ndata\0:2\ndata:1\r\0data:4\nda-ta:3\rdata_5\ndata:3\rdata:\r\n data:32\ndata:4\n\n';
+      expect(parseText(text).events).toEqual([msg('\0\n 2\n1\n3\n\n4')]);
+    });
+
+    it('format-field-unknown: unknown fields, bare names and comments', () => {
+      expect(parseText('data:test\n data\ndata\nfoobar:xxx\njustsometext\n:thisisacommentyay\ndata:test\n\n').events).toEqual([
+        msg('test\n\ntest'),
+      ]);
+    });
+  });
+
   describe('end of stream', () => {
     it('does not dispatch a last event without its blank line', () => {
       expect(parseText('data: a\n\ndata: b\n').events).toEqual([msg('a')]);
