@@ -96,7 +96,7 @@ function heatmaps(map) {
   const gap = 40;
   const T = 70;
   const gridW = map.consumers.length * cw;
-  const W = L + names.length * (gridW + gap) + 20;
+  const W = Math.max(L + names.length * (gridW + gap) + 20, 620);
   const H = T + map.producers.length * ch + 110;
   let body = `<text x="${W / 2}" y="22" text-anchor="middle" font-size="14" font-weight="600">Stability map: producer rate × consumer read rate (${map.streams} streams per cell, ${map.cellMs / 1000} s)</text>\n`;
   names.forEach((name, pi) => {
@@ -120,7 +120,9 @@ function heatmaps(map) {
   const ly = T + map.producers.length * ch + 30;
   body += `<text x="${L}" y="${ly - 8}" font-size="11" fill="#555">columns: client read rate; rows: upstream events/s (≈150 B each); "grew" cells show the largest userland backlog of one stream</text>`;
   Object.entries(STATE_COLORS).forEach(([k, col], i) => {
-    body += `<rect x="${L + i * 190}" y="${ly + 10}" width="14" height="14" fill="${col}"/><text x="${L + i * 190 + 20}" y="${ly + 21}">${esc(STATE_TEXT[k])}</text>`;
+    const lx = L + (i % 2) * 230;
+    const lyy = ly + 10 + Math.floor(i / 2) * 22;
+    body += `<rect x="${lx}" y="${lyy}" width="14" height="14" fill="${col}"/><text x="${lx + 20}" y="${lyy + 11}">${esc(STATE_TEXT[k])}</text>`;
   });
   return svgDoc(W, H, body);
 }

@@ -28,11 +28,11 @@ const S4_MAX = Math.max(100, Math.floor((fd.hard - 300) / 2)); // the gateway ho
 /** All counts and durations, bounded; quick mode keeps the whole run under 2 minutes. */
 const P = QUICK
   ? {
-      s1: { clients: 40, rate: 10000, eventBytes: 100, durationMs: 3000, slowBps: 2048, stallTimeoutMs: 1500, drainMs: 1500 },
+      s1: { clients: 40, rate: 10000, eventBytes: 100, durationMs: 2500, slowBps: 2048, stallTimeoutMs: 1200, drainMs: 1000 },
       s2: { clients: 10, bytesPerStream: 4 << 20, eventBytes: 150, maxMs: 8000 },
       s3: { clients: 20, rate: 100, eventBytes: 150, durationMs: 1500 },
-      s4: { streams: Math.min(500, S4_MAX), holdMs: 2500, eventBytes: 150 },
-      map: { streams: 10, cellMs: 1200, producers: [2000, 50000], consumers: ['stalled', 65536, 'fast'], stallTimeoutMs: 700 },
+      s4: { streams: Math.min(500, S4_MAX), holdMs: 2000, eventBytes: 150 },
+      map: { streams: 10, cellMs: 1000, producers: [2000, 50000], consumers: ['stalled', 65536, 'fast'], stallTimeoutMs: 700 },
       micro: { elements: 200000, runs: 3 },
     }
   : {
@@ -112,7 +112,7 @@ async function startTarget(t, policy) {
   const port = await procs.freePort();
   const h = await t.start({ port, upstreamUrl: upstream.url, policy });
   if (h.unsupported && h.unsupported.length) results.gatewayFlagsMissing = h.unsupported;
-  await procs.sleep(300);
+  await procs.sleep(QUICK ? 200 : 400);
   h.sampler = new Sampler(h.rec.pid, { intervalMs: 100, withChildren: h.sampleChildren });
   h.idle = h.sampler.read();
   return h;
