@@ -239,7 +239,7 @@ function markdown(res, charts) {
       S.S1.error
         ? `S1 failed: ${S.S1.error}`
         : mdTable(
-            ['system', 'idle RSS', 'peak RSS − idle', 'held/stream (max)', 'held/stream (mean)', 'upstream produced/stream (mean of nominal)', 'stalled cut with error', 'slow streams cut', 'slow streams done'],
+            ['system', 'idle RSS', 'peak RSS − idle', 'held/stream (max)', 'held/stream (mean)', 'upstream produced/stream (mean of nominal)', 'stalled cut with error', 'slow streams cut', 'slow streams done (after drain)'],
             Object.entries(S.S1).map(([n, r]) =>
               ok(r)
                 ? [LABELS[n] || n, `${f(r.idleRssMb)} MB`, `**${f(r.rssDeltaMb)} MB**`, fmtB(r.heldPerStreamMaxB), fmtB(r.heldPerStreamMeanB), `${fmtB(r.producedPerStreamMeanB)} of ${fmtB(r.nominalPerStreamB)}`, `${r.stalledCutWithError}/${r.stalledTotal}`, `${r.slowErrored}/${r.slowTotal}`, `${r.slowCompleted}/${r.slowTotal}`]

@@ -28,6 +28,14 @@ function installHooks() {
 
 function killAllSync() {
   for (const c of children) {
+    // nginx workers are grandchildren of this process: stop them by PID as well.
+    for (const pid of descendants(c.pid)) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
+    }
     try {
       process.kill(c.pid, 'SIGKILL');
     } catch {
@@ -35,6 +43,24 @@ function killAllSync() {
     }
   }
   children.clear();
+}
+
+function descendants(pid) {
+  const out = [];
+  try {
+    for (const d of fs.readdirSync('/proc')) {
+      if (!/^\d+$/.test(d)) continue;
+      try {
+        const st = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
+        if (Number(st.slice(st.lastIndexOf(')') + 2).split(' ')[1]) === pid) out.push(Number(d));
+      } catch {
+        /* raced with exit */
+      }
+    }
+  } catch {
+    /* no /proc */
+  }
+  return out;
 }
 
 /** Hard limit on open files, read from /proc (bash's `ulimit -Hn`). */
