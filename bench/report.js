@@ -231,7 +231,7 @@ function markdown(res, charts) {
     const p = P.s1;
     out.push(`## S1 — slow and stalled clients`);
     out.push('');
-    out.push(`${p.clients} clients (half stalled after the first event, half reading ${p.slowBps} B/s at the TCP level), upstream ${p.rate} events/s per stream of ~${p.eventBytes} B, ${p.durationMs / 1000} s. tidegate runs with a 64 KiB per-stream budget and \`--stall-timeout-ms ${p.stallTimeoutMs}\`.`);
+    out.push(`${p.clients} clients (half stalled after the first event, half reading ${p.slowBps} B/s at the TCP level), upstream ${p.rate} events/s per stream of ${Object.values(S.S1).find((r) => ok(r) && r.eventBytes)?.eventBytes ?? p.eventBytes} B on the wire (the smallest valid OpenAI chunk with CJK/emoji content), ${p.durationMs / 1000} s. tidegate runs with a 64 KiB per-stream budget and \`--stall-timeout-ms ${p.stallTimeoutMs}\`.`);
     out.push('');
     out.push('"held/stream" is what a proxy keeps in its own memory for one stream: bytes the upstream wrote minus bytes still in kernel socket queues on both links (`/proc/net/tcp` tx+rx queues) minus bytes the client read, measured after freezing upstream and clients.');
     out.push('');

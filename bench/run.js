@@ -241,6 +241,7 @@ async function runS1() {
       const slow = res.clients.filter((c) => c.mode === 'slow');
       const peak = max(samples.map((s) => s.rssMb));
       return {
+        eventBytes: stats.eventBytes,
         idleRssMb: h.idle.rssMb,
         peakRssMb: peak,
         rssDeltaMb: peak - h.idle.rssMb,
