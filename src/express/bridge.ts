@@ -6,6 +6,7 @@ import type { Flow } from '../flow/flow';
 import { ArrayQueue } from '../flow/queue';
 import type { Subscriber, Subscription } from '../flow/types';
 import { encodeSse, type SseEventInit } from '../sse';
+import { kernelSendQueueBytes } from './tcp-send-queue';
 
 /** How a stream ended; reported to {@link SendFlowOptions.onFinish} and logged by the gateway. */
 export type StreamOutcome =
@@ -131,6 +132,9 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
   private lastWriteAt = Date.now();
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private stallTimer: NodeJS.Timeout | undefined;
+  private stallUnsent = 0;
+  private stallKernel: number | undefined;
+  private lastProgressAt = 0;
 
   constructor(
     private readonly res: ServerResponse,
@@ -192,6 +196,8 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
   onError(error: unknown): void {
     this.upstreamDone = true;
     if (this.finished) return;
+    // An upstream aborted because the client left is the client's doing, not an error.
+    if (this.res.destroyed) return this.finish('client_closed');
     this.finish(error instanceof TidegateError && error.code === 'ERR_TIDEGATE_OVERFLOW' ? 'overflow' : 'error', error);
   }
 
@@ -243,11 +249,37 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
     this.armHeartbeat(Math.max(1, heartbeatMs - (Date.now() - this.lastWriteAt)));
   };
 
-  private readonly onStall = (): void => {
+  private readonly onStallCheck = (): void => {
     this.stallTimer = undefined;
-    if (this.finished) return;
-    this.finish('stalled', new StalledError(this.options.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_MS));
+    if (this.finished || !this.socketFull) return;
+    const stallMs = this.options.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_MS;
+    const now = Date.now();
+    if (this.sampleProgress()) this.lastProgressAt = now;
+    if (now - this.lastProgressAt >= stallMs) {
+      this.finish('stalled', new StalledError(stallMs));
+      return;
+    }
+    this.stallTimer = setTimeout(this.onStallCheck, Math.min(stallMs - (now - this.lastProgressAt), this.stallTickMs(stallMs)));
   };
+
+  /**
+   * True when the reader made progress since the last sample: Node's unsent bytes shrank, or
+   * the kernel's send queue moved at all (an ACK freed space, and libuv refilled it). A stalled
+   * reader advertises a zero window, so neither moves.
+   */
+  private sampleProgress(): boolean {
+    const socket = this.res.socket;
+    const unsent = this.res.writableLength;
+    const kernel = socket ? kernelSendQueueBytes(socket) : undefined;
+    const moved = unsent < this.stallUnsent || (kernel !== undefined && kernel !== this.stallKernel);
+    this.stallUnsent = unsent;
+    this.stallKernel = kernel;
+    return moved;
+  }
+
+  private stallTickMs(stallMs: number): number {
+    return Math.max(10, Math.min(1000, Math.floor(stallMs / 5)));
+  }
 
   private commit(): void {
     const { res, options } = this;
@@ -299,9 +331,16 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
     this.heartbeatTimer = setTimeout(this.onHeartbeat, ms);
   }
 
+  /**
+   * Starts watching a full socket. Progress is any byte the kernel accepts (a shrinking unsent
+   * count), not only `'drain'`: a reader taking 1 KiB/s may need many seconds per `'drain'`.
+   */
   private armStall(): void {
     const stallMs = this.options.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_MS;
-    if (stallMs > 0 && this.stallTimer === undefined) this.stallTimer = setTimeout(this.onStall, stallMs);
+    if (stallMs <= 0 || this.stallTimer !== undefined) return;
+    this.sampleProgress();
+    this.lastProgressAt = Date.now();
+    this.stallTimer = setTimeout(this.onStallCheck, this.stallTickMs(stallMs));
   }
 
   private clearStall(): void {

@@ -15,38 +15,55 @@
 export class ByteBudget {
   private usedBytes = 0;
   private peakBytes = 0;
+  private external: (() => number) | undefined;
 
   /** @param maxBytes the budget in bytes, at least 1 (`Infinity` for an unbounded account). */
   constructor(readonly maxBytes: number) {
     if (!(maxBytes >= 1)) throw new RangeError(`ByteBudget: maxBytes must be >= 1, got ${maxBytes}`);
   }
 
-  /** Bytes currently held by all owners. */
+  /** Bytes currently held by all owners, including the attached external count. */
   get used(): number {
-    return this.usedBytes;
+    return this.external === undefined ? this.usedBytes : this.usedBytes + this.external();
   }
 
-  /** The most bytes ever held at once, for metrics and tests. */
+  /**
+   * Counts bytes held outside the acquire/release protocol, such as a socket's
+   * `writableLength`, against this budget. The Express bridge attaches `res.writableLength`.
+   */
+  attachExternal(count: () => number): void {
+    this.external = count;
+  }
+
+  /** The most bytes ever held at once (as seen at acquire time), for metrics and tests. */
   get peak(): number {
     return this.peakBytes;
   }
 
   /** Bytes still available. */
   get available(): number {
-    return this.maxBytes - this.usedBytes;
+    return this.maxBytes - this.used;
   }
 
   /** Takes `bytes` from the budget; `false` (and nothing taken) when it would exceed `maxBytes`. */
   tryAcquire(bytes: number): boolean {
-    if (this.usedBytes + bytes > this.maxBytes) return false;
+    const used = this.used;
+    if (used + bytes > this.maxBytes) return false;
     this.usedBytes += bytes;
-    if (this.usedBytes > this.peakBytes) this.peakBytes = this.usedBytes;
+    if (used + bytes > this.peakBytes) this.peakBytes = used + bytes;
     return true;
   }
 
   /** Returns `bytes` to the budget. */
   release(bytes: number): void {
     this.usedBytes = Math.max(0, this.usedBytes - bytes);
+  }
+
+  /** Records the current total as a peak candidate (for holders that grow without acquiring). */
+  observe(): number {
+    const used = this.used;
+    if (used > this.peakBytes) this.peakBytes = used;
+    return used;
   }
 }
 

@@ -74,7 +74,7 @@ export async function relaySse(req: Request, res: Response, options: RelayOption
 /** Re-encodes decoded events as received: `event` only when not `message`, `id` only when it changed. */
 export function reencode(events: Flow<SseEvent>): Flow<BridgeElement> {
   let lastId = '';
-  return events.pipe((source: Flow<SseEvent>) => mapFlow(source, (e) => {
+  return mapFlow(events, (e): BridgeElement => {
     const out: SseEventInit = { data: e.data };
     if (e.type !== 'message') out.event = e.type;
     if (e.lastEventId !== lastId) {
@@ -82,7 +82,7 @@ export function reencode(events: Flow<SseEvent>): Flow<BridgeElement> {
       out.id = e.lastEventId;
     }
     return out;
-  }));
+  });
 }
 
 function round(ms: number | undefined): number | undefined {

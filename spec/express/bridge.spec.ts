@@ -1,0 +1,226 @@
+import compression from 'compression';
+import express from 'express';
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { getEventListeners } from 'node:events';
+import http from 'node:http';
+import path from 'node:path';
+import { createFlow, type Flow } from '../../src/flow';
+import { sendFlow, sse, type SendFlowOptions, type StreamResult } from '../../src/express';
+import { sseDecode, type SseEventInit } from '../../src/sse';
+import { openUpstreamStream } from '../../src/upstream/request';
+import { listen, RawClient, sleep, waitFor } from '../helpers/net';
+import { countingUpstream, type CountingUpstream } from '../helpers/upstream';
+
+type Closer = { close(): Promise<void> };
+const closers: Closer[] = [];
+afterEach(async () => {
+  while (closers.length) await closers.pop()!.close();
+});
+
+/** A gateway route relaying `up` through the whole chain with `options`. */
+async function relayGateway(up: CountingUpstream, options: SendFlowOptions, results: StreamResult[] = []) {
+  const app = express();
+  app.get('/s', async (_req, res) => {
+    const controller = new AbortController();
+    res.once('close', () => controller.abort());
+    const upstream = await openUpstreamStream({ url: up.url, method: 'GET', signal: controller.signal });
+    const handle = sendFlow(res, upstream.body.pipe(sseDecode()), options);
+    results.push(await handle.done);
+  });
+  const gw = await listen(app);
+  closers.push(gw);
+  return gw;
+}
+
+/** Kernel socket buffers on loopback can hold this much per direction pair (sender max + receiver default). */
+function kernelBound(): number {
+  // Measured here: the plateau is about 8 MB with 4 MiB tcp_wmem max; receive buffers of a paused reader stay near their default.
+  const wmem = readFileSync('/proc/sys/net/ipv4/tcp_wmem', 'utf8').trim().split(/\s+/).map(Number);
+  const rmem = readFileSync('/proc/sys/net/ipv4/tcp_rmem', 'utf8').trim().split(/\s+/).map(Number);
+  // Two TCP hops (upstream→gateway, gateway→client), each: sender's max send buffer + receiver's
+  // initial receive buffer; plus 1 MiB for Node stream buffers (highWaterMarks) on the way.
+  return 2 * (wmem[2] + rmem[1]) + 1024 * 1024;
+}
+
+function pyReader(port: number, urlPath: string, rate: number, seconds: number): Promise<{ bytes: number; closed: boolean; text_tail: string }> {
+  return new Promise((resolve, reject) => {
+    execFile('python3', [path.join(__dirname, '../helpers/slow-reader.py'), String(port), urlPath, String(rate), String(seconds)], (err, stdout) => {
+      if (err) reject(err);
+      else resolve(JSON.parse(stdout));
+    });
+  });
+}
+
+describe('sendFlow response contract', () => {
+  it('sends SSE headers at once, before the first event', async () => {
+    const app = express();
+    app.get('/s', (_req, res) => {
+      sendFlow(res, createFlow<SseEventInit>(() => undefined), { heartbeatMs: 0 });
+    });
+    const gw = await listen(app);
+    closers.push(gw);
+    const res = await new Promise<http.IncomingMessage>((resolve) => http.get(`${gw.url}/s`, resolve));
+    expect(res.headers['content-type']).toBe('text/event-stream; charset=utf-8');
+    expect(res.headers['cache-control']).toContain('no-cache');
+    expect(res.headers['x-accel-buffering']).toBe('no');
+    res.destroy();
+  });
+
+  it('writes : ping heartbeats on an idle stream', async () => {
+    const app = express();
+    app.get('/s', (_req, res) => {
+      sendFlow(res, createFlow<SseEventInit>(() => undefined), { heartbeatMs: 40 });
+    });
+    const gw = await listen(app);
+    closers.push(gw);
+    const c = await RawClient.request(gw.port, '/s');
+    c.readAll();
+    await waitFor(() => (c.text().match(/: ping\n\n/g) ?? []).length >= 2, 3000);
+    c.destroy();
+  });
+
+  it('is not buffered by compression() middleware', async () => {
+    const app = express();
+    app.use(compression({ threshold: 0 }));
+    app.get('/s', (_req, res) => {
+      sendFlow(res, createFlow<SseEventInit>((sink) => {
+        sink.next({ data: 'first' });
+      }), { heartbeatMs: 0 });
+    });
+    const gw = await listen(app);
+    closers.push(gw);
+    const c = await RawClient.request(gw.port, '/s', { headers: { 'accept-encoding': 'gzip' } });
+    c.readAll();
+    await waitFor(() => c.text().includes('data: first'), 3000);
+    expect(c.text()).not.toMatch(/content-encoding: gzip/i);
+    c.destroy();
+  });
+
+  it('hands Last-Event-ID to the sse() handler', async () => {
+    let seen = '';
+    const app = express();
+    app.get('/s', sse((_req, ctx) => {
+      seen = ctx.lastEventId;
+      return createFlow<SseEventInit>((sink) => sink.complete());
+    }));
+    const gw = await listen(app);
+    closers.push(gw);
+    await new Promise<void>((resolve) => http.get(`${gw.url}/s`, { headers: { 'last-event-id': 'evt-41' } }, (r) => r.resume().on('end', resolve)));
+    expect(seen).toBe('evt-41');
+  });
+
+  it('turns an error before the first byte into an HTTP error with a JSON body', async () => {
+    const app = express();
+    app.get('/s', sse(() => {
+      throw Object.assign(new Error('no such model'), { status: 404, code: 'ERR_MODEL' });
+    }));
+    const gw = await listen(app);
+    closers.push(gw);
+    const res = await fetch(`${gw.url}/s`);
+    expect(res.status).toBe(404);
+    expect(await res.json()).toEqual({ error: { code: 'ERR_MODEL', message: 'no such model' } });
+  });
+
+  it('turns an error after the first byte into event: error and ends the response', async () => {
+    const app = express();
+    app.get('/s', (_req, res) => {
+      sendFlow(res, createFlow<SseEventInit>((sink) => {
+        sink.next({ data: 'a' });
+        setTimeout(() => sink.error(Object.assign(new Error('boom'), { code: 'ERR_X' })), 20);
+      }), { heartbeatMs: 0 });
+    });
+    const gw = await listen(app);
+    closers.push(gw);
+    const text = await (await fetch(`${gw.url}/s`)).text();
+    expect(text).toBe('data: a\n\nevent: error\ndata: {"code":"ERR_X","message":"boom"}\n\n');
+  });
+});
+
+// A 1 KiB/s reader re-opens its TCP window every 1-2.5 s here (zero-window probes back off).
+const STALL_MS = 3000;
+
+describe('demand bridge backpressure (real sockets)', () => {
+  it('a slow reader pauses the upstream: bytes sent plateau under budget + kernel buffers', async () => {
+    const up = await countingUpstream({ totalBytes: 256 * 1024 * 1024 });
+    closers.push(up);
+    const results: StreamResult[] = [];
+    const maxBufferedBytes = 64 * 1024;
+    const gw = await relayGateway(up, { maxBufferedBytes, stallTimeoutMs: 0 }, results);
+    const c = await RawClient.request(gw.port, '/s');
+    c.readAtRate(1024);
+    await sleep(1200);
+    const early = up.sent[0];
+    await sleep(1000);
+    const late = up.sent[0];
+    c.destroy();
+    await waitFor(() => results.length === 1);
+    const bound = c.bytesRead + maxBufferedBytes + kernelBound();
+    console.log(`slow reader: upstream sent ${late} bytes (bound ${bound}), client read ${c.bytesRead}, peak buffered ${results[0].peakBufferedBytes}`);
+    expect(late).toBeLessThan(bound);
+    expect(late - early).toBeLessThan(maxBufferedBytes + 64 * 1024); // it stopped: no steady growth
+    expect(results[0].peakBufferedBytes).toBeLessThanOrEqual(maxBufferedBytes);
+  });
+
+  it('cuts a reader that stops reading after stallTimeoutMs with ERR_TIDEGATE_STALLED', async () => {
+    const up = await countingUpstream({ totalBytes: 256 * 1024 * 1024 });
+    closers.push(up);
+    const results: StreamResult[] = [];
+    const gw = await relayGateway(up, { stallTimeoutMs: STALL_MS }, results);
+    const c = await RawClient.request(gw.port, '/s');
+    await waitFor(() => results.length === 1, STALL_MS + 3000);
+    expect(results[0].outcome).toBe('stalled');
+    expect((results[0].error as { code: string }).code).toBe('ERR_TIDEGATE_STALLED');
+    await waitFor(() => up.aborted === 1, 2000);
+    c.destroy();
+  });
+
+  it('does not cut a reader that still reads 1 KiB/s over the same time', async () => {
+    const up = await countingUpstream({ totalBytes: 256 * 1024 * 1024 });
+    closers.push(up);
+    const results: StreamResult[] = [];
+    const gw = await relayGateway(up, { stallTimeoutMs: STALL_MS }, results);
+    const r = await pyReader(gw.port, '/s', 1024, (2.3 * STALL_MS) / 1000);
+    expect(r.closed).toBe(false);
+    expect(r.bytes).toBeGreaterThan(1024);
+    await waitFor(() => results.length === 1, 3000);
+    expect(results[0].outcome).toBe('client_closed');
+  });
+
+  it('a client that disconnects aborts the upstream within 100 ms and leaves no listeners or timers', async () => {
+    const up = await countingUpstream({ totalBytes: 256 * 1024 * 1024 });
+    closers.push(up);
+    let seenRes: http.ServerResponse | undefined;
+    const results: StreamResult[] = [];
+    const app = express();
+    app.get('/s', async (_req, res) => {
+      seenRes = res;
+      const controller = new AbortController();
+      res.once('close', () => controller.abort());
+      const upstream = await openUpstreamStream({ url: up.url, method: 'GET', signal: controller.signal });
+      results.push(await sendFlow(res, upstream.body.pipe(sseDecode()), { heartbeatMs: 1000, stallTimeoutMs: 60_000 }).done);
+    });
+    const gw = await listen(app);
+    closers.push(gw);
+    const countTimers = (): number => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    const timersBefore = countTimers();
+    const c = await RawClient.request(gw.port, '/s');
+    c.readSome(1000);
+    await waitFor(() => up.sent.length === 1 && up.sent[0] > 0);
+    await sleep(100);
+    expect(countTimers()).toBeGreaterThan(timersBefore); // heartbeat (and stall) timers are armed
+    const t0 = Date.now();
+    c.destroy();
+    await waitFor(() => up.aborted === 1, 2000);
+    expect(up.abortedAt[0] - t0).toBeLessThan(100);
+    await waitFor(() => results.length === 1);
+    expect(results[0].outcome).toBe('client_closed');
+    expect(getEventListeners(seenRes!, 'drain')).toHaveLength(0);
+    await waitFor(() => up.activeSockets() === 0, 2000);
+    // Servers keep idle keep-alive timers of their own; close them to count only ours.
+    while (closers.length) await closers.pop()!.close();
+    await waitFor(() => countTimers() <= timersBefore, 2000); // heartbeat and stall timers released
+  });
+});
+
+export type { Flow };

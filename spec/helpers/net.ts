@@ -1,0 +1,126 @@
+import http from 'node:http';
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
+
+/** Starts `handler` (an Express app or request listener) on 127.0.0.1:0. */
+export async function listen(handler: http.RequestListener): Promise<{ server: http.Server; port: number; url: string; close(): Promise<void> }> {
+  const server = http.createServer(handler);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    server,
+    port,
+    url: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/**
+ * A raw HTTP/1.1 client on a real socket that reads only when told to, so tests control the
+ * reader's speed at the TCP level (`socket.pause()` + bounded `socket.read(n)`).
+ */
+export class RawClient {
+  readonly socket: net.Socket;
+  private received: Buffer[] = [];
+  bytesRead = 0;
+  private timer: NodeJS.Timeout | undefined;
+  closed = false;
+
+  private constructor(socket: net.Socket) {
+    this.socket = socket;
+    socket.on('close', () => (this.closed = true));
+    socket.on('error', () => undefined);
+  }
+
+  /** Connects and sends one request; the socket starts paused (nothing is read). */
+  static async request(port: number, path: string, options: { method?: string; body?: string; headers?: Record<string, string> } = {}): Promise<RawClient> {
+    const socket = net.connect({ port, host: '127.0.0.1' });
+    await new Promise<void>((resolve, reject) => {
+      socket.once('connect', resolve);
+      socket.once('error', reject);
+    });
+    socket.pause();
+    const client = new RawClient(socket);
+    const body = options.body ?? '';
+    const headers = { host: `127.0.0.1:${port}`, connection: 'close', 'content-length': String(Buffer.byteLength(body)), ...(options.headers ?? {}) };
+    const head = `${options.method ?? 'GET'} ${path} HTTP/1.1\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}`).join('\r\n')}\r\n\r\n`;
+    socket.write(head + body);
+    return client;
+  }
+
+  /** Reads whatever the socket has buffered, up to `maxBytes`. */
+  readSome(maxBytes = Infinity): number {
+    let total = 0;
+    while (total < maxBytes) {
+      const available = this.socket.readableLength;
+      const want = Math.min(maxBytes - total, available > 0 ? available : 65536);
+      const chunk: Buffer | null = this.socket.read(Math.min(want, Math.max(available, 1)));
+      if (chunk === null) {
+        this.socket.read(0); // ask the stream to pull from the kernel
+        break;
+      }
+      this.received.push(chunk);
+      total += chunk.length;
+    }
+    this.bytesRead += total;
+    return total;
+  }
+
+  /** Reads `bytesPerSecond` in ticks of `tickMs` until stopped. */
+  readAtRate(bytesPerSecond: number, tickMs = 50): void {
+    this.stopReading();
+    this.timer = setInterval(() => this.readSome(Math.max(1, Math.round((bytesPerSecond * tickMs) / 1000))), tickMs);
+  }
+
+  /** Reads everything as it arrives. */
+  readAll(): void {
+    this.stopReading();
+    this.socket.on('data', (c: Buffer) => {
+      this.received.push(c);
+      this.bytesRead += c.length;
+    });
+    this.socket.resume();
+  }
+
+  stopReading(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  /** Everything received so far, as text. */
+  text(): string {
+    return Buffer.concat(this.received).toString('utf8');
+  }
+
+  /** Resolves when the server closed the connection (or after `timeoutMs`). */
+  async waitClosed(timeoutMs = 5000): Promise<boolean> {
+    if (this.closed) return true;
+    return new Promise((resolve) => {
+      const t = setTimeout(() => resolve(false), timeoutMs);
+      this.socket.once('close', () => {
+        clearTimeout(t);
+        resolve(true);
+      });
+    });
+  }
+
+  destroy(): void {
+    this.stopReading();
+    this.socket.destroy();
+  }
+}
+
+/** Waits until `predicate` holds, polling every `intervalMs`, or throws after `timeoutMs`. */
+export async function waitFor(predicate: () => boolean, timeoutMs = 5000, intervalMs = 10): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error(`waitFor: condition not met within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
