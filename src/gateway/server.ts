@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createSimulator } from '../simulator';
+import { createSimulator, type Simulator } from '../simulator';
 import { createGatewayApp } from './app';
 import type { GatewayConfig } from './config';
 import { createLogger, type Logger } from './logger';
@@ -13,6 +13,8 @@ export interface RunningGateway {
   /** The upstream in use: the configured one, or the embedded simulator's URL. */
   upstreamUrl: string;
   server: Server;
+  /** The embedded simulator, when no upstream URL was configured. */
+  simulator?: Simulator;
   /** Stops accepting, ends streams, stops the embedded simulator. */
   close(): Promise<void>;
 }
@@ -24,7 +26,7 @@ export interface RunningGateway {
 export async function startGateway(config: GatewayConfig, options: { logger?: Logger } = {}): Promise<RunningGateway> {
   const logger = options.logger ?? createLogger();
   let upstreamUrl = config.upstream.url;
-  let simulator: ReturnType<typeof createSimulator> | undefined;
+  let simulator: Simulator | undefined;
   if (upstreamUrl === undefined) {
     simulator = createSimulator({ tokensPerSecond: config.simulator.tokensPerSecond, ttftMs: config.simulator.ttftMs });
     const sim = await simulator.listen(0, '127.0.0.1');
@@ -45,6 +47,7 @@ export async function startGateway(config: GatewayConfig, options: { logger?: Lo
     port,
     upstreamUrl,
     server,
+    simulator,
     async close() {
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
