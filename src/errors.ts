@@ -67,3 +67,35 @@ export class ShutdownError extends TidegateError {
     super('ERR_TIDEGATE_SHUTDOWN', message);
   }
 }
+
+/**
+ * An SSE endpoint answered with something that is not a usable event stream
+ * (`ERR_TIDEGATE_SSE_HTTP`): a status the client does not retry (4xx except 429), a 2xx with a
+ * content type other than `text/event-stream`, or a retried status (429, 5xx) once attempts ran
+ * out. `body` is the response text (capped by the client), `retryAfterMs` the parsed `Retry-After`.
+ */
+export class SseHttpError extends TidegateError {
+  constructor(
+    readonly status: number,
+    readonly body: string,
+    readonly contentType: string | undefined,
+    readonly retryAfterMs?: number,
+  ) {
+    super('ERR_TIDEGATE_SSE_HTTP', `SSE endpoint answered HTTP ${status} (${contentType ?? 'no content type'})`);
+  }
+}
+
+/**
+ * An SSE connection failed, stalled or ended before a terminal event, and was not (or no longer)
+ * reconnected (`ERR_TIDEGATE_SSE_CONNECTION`). `attempts` counts the failed attempts in a row;
+ * `cause` holds the underlying network error.
+ */
+export class SseConnectionError extends TidegateError {
+  constructor(
+    message: string,
+    readonly attempts: number,
+    options?: { cause?: unknown },
+  ) {
+    super('ERR_TIDEGATE_SSE_CONNECTION', message, options);
+  }
+}
