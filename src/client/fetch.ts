@@ -1,0 +1,126 @@
+import http from 'node:http';
+import https from 'node:https';
+import type { Readable } from 'node:stream';
+import nodeFetch from 'node-fetch';
+import { Flow } from '../flow/flow';
+import { fromReadable } from '../flow/sources/readable';
+import { fromReadableStream } from '../flow/sources/readable-stream';
+
+/**
+ * What {@link connectSse} passes to `fetch`. node-fetch 2 reads `agent` and `compress`; native
+ * fetch (undici) ignores them.
+ */
+export interface SseFetchInit {
+  method: string;
+  headers: Record<string, string>;
+  body?: string | Uint8Array;
+  /** Aborted when the client tears the connection down (cancel, idle timeout, reconnect). */
+  signal: AbortSignal;
+  agent?: http.Agent;
+  compress?: boolean;
+}
+
+/**
+ * The part of a fetch `Response` the client reads. `body` is a Node `Readable` (node-fetch 2) or
+ * a WHATWG `ReadableStream<Uint8Array>` (native fetch, undici), or `null`.
+ */
+export interface SseFetchResponse {
+  readonly status: number;
+  readonly headers: { get(name: string): string | null };
+  readonly body: unknown;
+}
+
+/** A fetch function: node-fetch 2, native `fetch`, undici's `fetch`, or a test double. */
+export type SseFetch = (url: string, init: SseFetchInit) => Promise<SseFetchResponse>;
+
+/** node-fetch 2, the default {@link SseFetch}. */
+export const nodeFetchSse: SseFetch = (url, init) => nodeFetch(url, init as never) as unknown as Promise<SseFetchResponse>;
+
+const agents = {
+  http: new http.Agent({ keepAlive: true, maxSockets: Infinity }),
+  https: new https.Agent({ keepAlive: true, maxSockets: Infinity }),
+};
+
+/**
+ * The keep-alive agent {@link connectSse} uses by default: its own pool, separate from the
+ * gateway's upstream agent and from Node's global agent, so SSE streams never queue behind (or
+ * starve) other HTTP calls.
+ */
+export function defaultSseAgent(url: URL): http.Agent {
+  return url.protocol === 'https:' ? agents.https : agents.http;
+}
+
+type NodeBody = Readable;
+interface WebBody {
+  getReader(): ReadableStreamDefaultReader<Uint8Array>;
+}
+
+function isNodeBody(body: unknown): body is NodeBody {
+  return typeof body === 'object' && body !== null && typeof (body as NodeBody).on === 'function' && typeof (body as NodeBody).pause === 'function';
+}
+
+function isWebBody(body: unknown): body is WebBody {
+  return typeof body === 'object' && body !== null && typeof (body as WebBody).getReader === 'function';
+}
+
+const noop = (): void => undefined;
+
+/**
+ * Prepares a response body for streaming: a Node `Readable` through `fromReadable` (paused while
+ * there is no demand), a WHATWG stream through `fromReadableStream`. A null body is an empty
+ * stream. For a Node body a no-op `'error'` listener stays attached: node-fetch emits `'error'`
+ * on the body when the request is aborted after the response arrived, which must not crash the
+ * process once `fromReadable` has detached.
+ */
+export function bodyFlow(body: unknown): Flow<Uint8Array> {
+  if (isNodeBody(body)) {
+    body.on('error', noop);
+    return fromReadable<Uint8Array>(body);
+  }
+  if (isWebBody(body)) return fromReadableStream<Uint8Array>(body as unknown as ReadableStream<Uint8Array>);
+  return new Flow<Uint8Array>((actual) => {
+    actual.onSubscribe({ request: noop, cancel: noop });
+    actual.onComplete();
+  });
+}
+
+/** Releases a body that will not be streamed (Node: destroyed; WHATWG: cancelled). */
+export function discardBody(body: unknown): void {
+  if (isNodeBody(body)) {
+    body.on('error', noop);
+    body.destroy();
+  } else if (isWebBody(body)) {
+    void (body as unknown as ReadableStream<Uint8Array>).cancel().catch(noop);
+  }
+}
+
+/**
+ * Reads a body as UTF-8 text, at most `maxBytes` (the rest is dropped and the body released).
+ * Used for error responses, whose body is reported but never trusted to be small.
+ */
+export async function readBodyText(body: unknown, maxBytes: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  const add = (chunk: Uint8Array | string): boolean => {
+    const buf = typeof chunk === 'string' ? Buffer.from(chunk) : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    const room = maxBytes - size;
+    chunks.push(buf.length > room ? buf.subarray(0, room) : buf);
+    size += Math.min(buf.length, room);
+    return size < maxBytes;
+  };
+  if (isNodeBody(body)) {
+    body.on('error', noop);
+    for await (const chunk of body as AsyncIterable<Uint8Array | string>) if (!add(chunk)) break;
+  } else if (isWebBody(body)) {
+    const reader = body.getReader();
+    try {
+      for (;;) {
+        const r = await reader.read();
+        if (r.done || !add(r.value)) break;
+      }
+    } finally {
+      void reader.cancel().catch(noop);
+    }
+  }
+  return new TextDecoder().decode(Buffer.concat(chunks));
+}
