@@ -96,6 +96,26 @@ export class RawClient {
     return Buffer.concat(this.received).toString('utf8');
   }
 
+  /** The response body received so far, de-chunked when `Transfer-Encoding: chunked`. */
+  body(): string {
+    const raw = Buffer.concat(this.received);
+    const headEnd = raw.indexOf('\r\n\r\n');
+    if (headEnd === -1) return '';
+    const head = raw.subarray(0, headEnd).toString('latin1');
+    let rest = raw.subarray(headEnd + 4);
+    if (!/transfer-encoding:\s*chunked/i.test(head)) return rest.toString('utf8');
+    const parts: Buffer[] = [];
+    for (;;) {
+      const lineEnd = rest.indexOf('\r\n');
+      if (lineEnd === -1) break;
+      const size = parseInt(rest.subarray(0, lineEnd).toString('latin1'), 16);
+      if (!(size > 0) || rest.length < lineEnd + 2 + size) break;
+      parts.push(rest.subarray(lineEnd + 2, lineEnd + 2 + size));
+      rest = rest.subarray(lineEnd + 2 + size + 2);
+    }
+    return Buffer.concat(parts).toString('utf8');
+  }
+
   /** Resolves when the server closed the connection (or after `timeoutMs`). */
   async waitClosed(timeoutMs = 5000): Promise<boolean> {
     if (this.closed) return true;

@@ -16,9 +16,12 @@ export interface CountingUpstream {
 
 /**
  * Serves `GET|POST /sse`: events of `eventBytes` bytes of data each, up to `totalBytes`,
- * written as fast as the socket accepts (waits for 'drain' on `false`), then `data: [DONE]`.
+ * written as fast as the socket accepts (waits for 'drain' on `false`) or at `eventsPerSecond`,
+ * then `data: [DONE]`.
  */
-export async function countingUpstream(options: { eventBytes?: number; totalBytes?: number; text?: string } = {}): Promise<CountingUpstream> {
+export async function countingUpstream(
+  options: { eventBytes?: number; totalBytes?: number; text?: string; /** pace like a model; default: as fast as the socket takes */ eventsPerSecond?: number } = {},
+): Promise<CountingUpstream> {
   const eventBytes = options.eventBytes ?? 1000;
   const totalBytes = options.totalBytes ?? 10 * 1024 * 1024;
   const unit = options.text ?? 'x';
@@ -36,9 +39,21 @@ export async function countingUpstream(options: { eventBytes?: number; totalByte
         state.abortedAt.push(Date.now());
       }
     });
+    const perTick = options.eventsPerSecond === undefined ? Infinity : Math.max(1, Math.round(options.eventsPerSecond / 100));
+    // The tick refills the allowance; 'drain' only resumes within what is left of it.
+    let allowance = perTick;
+    const tick = (): void => {
+      allowance = perTick;
+      pump();
+    };
     const pump = (): void => {
       while (state.sent[index] < totalBytes) {
         if (res.destroyed) return;
+        if (allowance <= 0) {
+          setTimeout(tick, 10);
+          return;
+        }
+        allowance--;
         state.sent[index] += frame.length;
         if (!res.write(frame)) {
           res.once('drain', pump);
