@@ -1,0 +1,14 @@
+// Public exports of src/upstream (re-exports only).
+export { UpstreamHttpError, UpstreamResetError, UpstreamStreamError, UpstreamTruncatedError } from './errors';
+export {
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  DEFAULT_FIRST_BYTE_TIMEOUT_MS,
+  fetchUpstream,
+  openUpstreamStream,
+  retryAfterMs,
+  upstreamAgent,
+} from './request';
+export type { UpstreamBody, UpstreamRequest, UpstreamStream } from './request';
+export { retryDelayMs, withRetries } from './retry';
+export type { RetryNotice, RetryPolicy } from './retry';
+export * from './providers';

@@ -1,0 +1,51 @@
+import type { ServerResponse } from 'node:http';
+import type { SseEvent, SseEventInit } from '../../sse';
+
+/** Token counts a provider reported; each field only when the provider sent it. */
+export interface TokenUsage {
+  inputTokens?: number;
+  outputTokens?: number;
+  totalTokens?: number;
+}
+
+/**
+ * One upstream event as the gateway sees it: what it means (`type`), and `wire`, the
+ * provider's own frame to re-emit so the client's SDK reads exactly what the provider sent.
+ *
+ * - `delta`: generated text (`text`); may carry `usage` too (servers that report usage per chunk);
+ * - `usage`: token counts only;
+ * - `error`: an error frame inside the stream; the gateway ends the stream with it;
+ * - `done`: the provider's terminator (OpenAI `data: [DONE]`, Anthropic `message_stop`);
+ * - `frame`: anything else (role chunk, `ping`, `content_block_start` …), relayed as is.
+ */
+export type GatewayEvent =
+  | { readonly type: 'delta'; readonly text: string; readonly usage?: TokenUsage; readonly wire: SseEventInit }
+  | { readonly type: 'usage'; readonly usage: TokenUsage; readonly wire: SseEventInit }
+  | { readonly type: 'error'; readonly error: Error; readonly wire: SseEventInit }
+  | { readonly type: 'done'; readonly wire: SseEventInit }
+  | { readonly type: 'frame'; readonly wire: SseEventInit };
+
+/** The providers tidegate speaks. */
+export type ProviderName = 'openai' | 'anthropic' | 'passthrough';
+
+/**
+ * A provider adapter: decodes the provider's SSE events into {@link GatewayEvent}s and writes
+ * errors in the provider's protocol, so the official SDK raises them.
+ */
+export interface ProviderAdapter {
+  readonly name: ProviderName;
+  /** EOF without a `done` event is `ERR_TIDEGATE_UPSTREAM_TRUNCATED` (true for OpenAI and Anthropic). */
+  readonly requiresTerminator: boolean;
+  /** Request headers a client may send that are forwarded by default (lower case). */
+  readonly defaultForwardHeaders: readonly string[];
+  /** A fresh decoder for one stream (decoders may keep state, e.g. the last event id). */
+  decoder(): (event: SseEvent) => GatewayEvent;
+  /** Headers that carry the configured upstream credential (never the client's). */
+  authHeaders(apiKey: string | undefined): Record<string, string>;
+  /** An error written after the stream started, in the provider's SSE protocol. */
+  formatError(error: unknown): SseEventInit;
+  /** An error answered before the stream started: status and JSON body in the provider's shape. */
+  sendHttpError(res: ServerResponse, error: unknown): void;
+  /** Rewrites a JSON request body to ask the upstream for a non-stream answer (the `stream: false` fallback). */
+  nonStreamBody?(body: Record<string, unknown>): Record<string, unknown>;
+}

@@ -1,0 +1,99 @@
+import { TimeoutError } from '../errors';
+import { UpstreamHttpError, UpstreamResetError } from './errors';
+
+/** When and how often an upstream call is retried. Delays in ms. */
+export interface RetryPolicy {
+  /** Most attempts in all, first included (default 3; 1 = never retry). */
+  maxAttempts?: number;
+  /** First backoff ceiling (default 250 ms); attempt n waits a random time in [0, min(maxDelayMs, baseDelayMs · 2^(n-1))] ("full jitter"). */
+  baseDelayMs?: number;
+  /** Largest backoff (default 8000 ms). */
+  maxDelayMs?: number;
+  /** A `Retry-After` longer than this is not waited for: the error goes to the client (default 30000 ms). */
+  maxRetryAfterMs?: number;
+  /** Statuses worth another attempt (default 429, 502, 503). Other 4xx never are. */
+  retryStatuses?: readonly number[];
+}
+
+/** What {@link withRetries} reports before each new attempt. */
+export interface RetryNotice {
+  /** The attempt about to start, 2 for the first retry. */
+  attempt: number;
+  /** Why: the error of the previous attempt. */
+  error: unknown;
+  /** The wait before it, ms. */
+  delayMs: number;
+}
+
+const DEFAULTS: Required<RetryPolicy> = {
+  maxAttempts: 3,
+  baseDelayMs: 250,
+  maxDelayMs: 8000,
+  maxRetryAfterMs: 30_000,
+  retryStatuses: [429, 502, 503],
+};
+
+/**
+ * The wait before another attempt, or `undefined` when `error` must not be retried: only a
+ * network failure before any response ({@link UpstreamResetError}), a connect timeout, or an
+ * HTTP status in `retryStatuses`; a `Retry-After` is honoured as given (up to `maxRetryAfterMs`),
+ * otherwise exponential backoff with full jitter (AWS Architecture Blog, "Exponential Backoff
+ * And Jitter").
+ *
+ * @param attempt the attempt that failed, 1-based.
+ * @param random a source in [0, 1) (tests pass a fixed one).
+ */
+export function retryDelayMs(error: unknown, attempt: number, policy: RetryPolicy = {}, random: () => number = Math.random): number | undefined {
+  const p = { ...DEFAULTS, ...policy };
+  if (attempt >= p.maxAttempts) return undefined;
+  let retryAfter: number | undefined;
+  if (error instanceof UpstreamHttpError) {
+    if (!p.retryStatuses.includes(error.status)) return undefined;
+    retryAfter = error.retryAfterMs;
+  } else if (!(error instanceof UpstreamResetError) && !(error instanceof TimeoutError && error.kind === 'connect')) {
+    return undefined;
+  }
+  if (retryAfter !== undefined) return retryAfter <= p.maxRetryAfterMs ? retryAfter : undefined;
+  const ceiling = Math.min(p.maxDelayMs, p.baseDelayMs * 2 ** (attempt - 1));
+  return Math.floor(random() * ceiling);
+}
+
+/**
+ * Runs `attempt` until it resolves, retrying as {@link retryDelayMs} allows. Use it only for
+ * work that has not reached the client yet: the gateway wraps the call that ends at the
+ * upstream's status line, so nothing after the first byte is ever retried.
+ *
+ * Errors: the last attempt's error; the signal's reason when aborted during a wait.
+ */
+export async function withRetries<T>(
+  attempt: (n: number) => Promise<T>,
+  policy: RetryPolicy = {},
+  options: { signal?: AbortSignal; onRetry?: (notice: RetryNotice) => void; random?: () => number } = {},
+): Promise<T> {
+  for (let n = 1; ; n++) {
+    try {
+      return await attempt(n);
+    } catch (err) {
+      if (options.signal?.aborted) throw options.signal.reason ?? err;
+      const delayMs = retryDelayMs(err, n, policy, options.random);
+      if (delayMs === undefined) throw err;
+      options.onRetry?.({ attempt: n + 1, error: err, delayMs });
+      await sleep(delayMs, options.signal);
+    }
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
