@@ -89,6 +89,19 @@ class LimitRateSubscriber<T> extends OperatorSubscriber<T, T> {
       this.onError(new BufferOverflowError('limitRate: the upstream emitted more than requested'));
       return;
     }
+    if (this.wip === 0 && this.requested > 0 && this.queue.length === 0) {
+      // Fast path: nothing queued and demand waiting, so the element skips the queue.
+      this.wip = 1;
+      if (this.requested !== Infinity) this.requested--;
+      this.actual.onNext(value);
+      if (++this.produced === this.limit) {
+        this.produced = 0;
+        this.upstream.request(this.limit);
+      }
+      if (this.wip === 1) this.wip = 0;
+      else this.drainLoop(1); // signals arrived while emitting
+      return;
+    }
     this.queue.push(value);
     this.drain();
   }
@@ -124,7 +137,10 @@ class LimitRateSubscriber<T> extends OperatorSubscriber<T, T> {
 
   private drain(): void {
     if (this.wip++ !== 0) return;
-    let missed = 1;
+    this.drainLoop(1);
+  }
+
+  private drainLoop(missed: number): void {
     for (;;) {
       while (this.requested > 0) {
         const empty = this.queue.length === 0;

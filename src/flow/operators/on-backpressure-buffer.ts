@@ -154,6 +154,15 @@ class BufferSubscriber<T> extends OperatorSubscriber<T, T> {
       return;
     }
     const { config } = this;
+    if (this.wip === 0 && this.requested > 0 && this.queue.length === 0 && this.passesWhole(value)) {
+      // Fast path: demand is waiting and nothing is parked, so the element is never buffered.
+      this.wip = 1;
+      if (this.requested !== Infinity) this.requested--;
+      this.actual.onNext(value);
+      if (this.wip === 1) this.wip = 0;
+      else this.drainLoop(1); // signals arrived while emitting
+      return;
+    }
     let size = 0;
     if (config.measure) {
       try {
@@ -235,6 +244,24 @@ class BufferSubscriber<T> extends OperatorSubscriber<T, T> {
     discard(this.ownContext, value);
   }
 
+  /**
+   * True when `value` may skip the buffer: it is not larger than the whole budget (such an
+   * element is always an overflow). Strings of at most `maxBytes / 3` UTF-16 units cannot be
+   * larger, so the default size is not even computed for them.
+   */
+  private passesWhole(value: T): boolean {
+    const { config } = this;
+    const limit = Math.min(config.maxBytes, config.budget?.maxBytes ?? Infinity);
+    if (limit === Infinity) return true;
+    if (config.sizeOf === utf8Size && typeof value === 'string' && value.length * 3 <= limit) return true;
+    try {
+      const size = config.sizeOf(value);
+      return typeof size === 'number' && size >= 0 && size <= limit;
+    } catch {
+      return false; // the slow path measures again and signals the error
+    }
+  }
+
   private fits(size: number): boolean {
     const { maxItems, maxBytes, budget } = this.config;
     return (
@@ -299,7 +326,10 @@ class BufferSubscriber<T> extends OperatorSubscriber<T, T> {
 
   private drain(): void {
     if (this.wip++ !== 0) return;
-    let missed = 1;
+    this.drainLoop(1);
+  }
+
+  private drainLoop(missed: number): void {
     for (;;) {
       while (this.requested > 0) {
         const empty = this.queue.length === 0;
