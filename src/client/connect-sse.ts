@@ -37,7 +37,7 @@ export interface ConnectSseOptions {
   /** Extra request headers; `Accept`, `Cache-Control`, `Accept-Encoding` and `Last-Event-ID` are set by the client unless given here. */
   headers?: Record<string, string>;
   /** Request body, re-sent on every reconnect (so a string or bytes, not a stream). */
-  body?: string | Uint8Array;
+  body?: string | Uint8Array<ArrayBuffer>;
   /** Aborting it ends the flow with `error(signal.reason)` and releases the connection. */
   signal?: AbortSignal;
   /** The `Last-Event-ID` of the first request, e.g. forwarded from a resuming downstream client. */
@@ -128,7 +128,7 @@ export interface ResolvedSseOptions {
   url: URL;
   method: string;
   headers: Record<string, string>;
-  body: string | Uint8Array | undefined;
+  body: string | Uint8Array<ArrayBuffer> | undefined;
   signal: AbortSignal | undefined;
   lastEventId: string;
   reconnect: boolean;

@@ -13,7 +13,7 @@ import { fromReadableStream } from '../flow/sources/readable-stream';
 export interface SseFetchInit {
   method: string;
   headers: Record<string, string>;
-  body?: string | Uint8Array;
+  body?: string | Uint8Array<ArrayBuffer>;
   /** Aborted when the client tears the connection down (cancel, idle timeout, reconnect). */
   signal: AbortSignal;
   agent?: http.Agent;

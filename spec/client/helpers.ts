@@ -1,0 +1,95 @@
+import type http from 'node:http';
+import type net from 'node:net';
+import { listen } from '../helpers/net';
+import type { FlowSubscription } from '../../src/flow/types';
+import type { Flow } from '../../src/flow/flow';
+import type { SseEvent } from '../../src/sse/parser';
+
+/** One request as the test server saw it. */
+export interface SeenRequest {
+  index: number;
+  method: string;
+  headers: http.IncomingHttpHeaders;
+  /** `performance.now()` at arrival, ms. */
+  at: number;
+}
+
+/** A scripted SSE test server on 127.0.0.1: `handler` gets each request with its 0-based index. */
+export interface ScriptedServer {
+  url: string;
+  port: number;
+  requests: SeenRequest[];
+  /** Server-side sockets currently open. */
+  openSockets(): number;
+  close(): Promise<void>;
+}
+
+export type Handler = (req: http.IncomingMessage, res: http.ServerResponse, index: number) => void;
+
+export async function scriptedServer(handler: Handler, port = 0): Promise<ScriptedServer> {
+  const requests: SeenRequest[] = [];
+  const sockets = new Set<net.Socket>();
+  const server = await listenOn(port, (req, res) => {
+    const index = requests.length;
+    requests.push({ index, method: req.method ?? '', headers: req.headers, at: performance.now() });
+    handler(req, res, index);
+  });
+  server.server.on('connection', (s: net.Socket) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  return { url: `${server.url}/sse`, port: server.port, requests, openSockets: () => sockets.size, close: server.close };
+}
+
+async function listenOn(port: number, handler: http.RequestListener): ReturnType<typeof listen> {
+  if (port === 0) return listen(handler);
+  const { default: httpMod } = await import('node:http');
+  const server = httpMod.createServer(handler);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => resolve());
+  });
+  return {
+    server,
+    port,
+    url: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+export function sseHead(res: http.ServerResponse, extra: Record<string, string> = {}): void {
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', ...extra });
+}
+
+/** Collects a flow's signals, subscribing with demand (`initial` requested at once). */
+export function collect(flow: Flow<SseEvent>, initial = Infinity): {
+  events: SseEvent[];
+  sub: FlowSubscription;
+  done: Promise<{ error?: unknown }>;
+} {
+  const events: SseEvent[] = [];
+  let settle: (v: { error?: unknown }) => void = () => undefined;
+  const done = new Promise<{ error?: unknown }>((r) => (settle = r));
+  const sub = flow.subscribeWithDemand({
+    next: (e) => events.push(e),
+    error: (error) => settle({ error }),
+    complete: () => settle({}),
+  });
+  sub.request(initial);
+  return { events, sub, done };
+}
+
+/** Rejects if `promise` does not settle within `ms`, so no test hangs until the jest timeout. */
+export function within<T>(promise: Promise<T>, ms: number, what = 'operation'): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    promise.finally(() => clearTimeout(timer)),
+    new Promise<T>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${what} did not settle within ${ms} ms`)), ms);
+    }),
+  ]);
+}
