@@ -1,0 +1,184 @@
+import express, { Router, type Request, type Response } from 'express';
+import { sendFlow } from '../express/bridge';
+import { PLAYGROUND_HTML, PLAYGROUND_JS, PLAYGROUND_CSS } from './assets/index';
+import { PlaygroundRun, type RunLimits } from './run';
+import { PLAYGROUND_LIMITS, scenarioSchema } from './scenario';
+import { telemetryFlow } from './telemetry';
+
+/** Options of {@link playgroundRouter}. Units in the names. */
+export interface PlaygroundOptions {
+  /** Runs streaming at once, across all visitors (default 4; compare mode uses 2). Beyond it `POST /runs` answers 429. */
+  maxConcurrentRuns?: number;
+  /** Hard end of a run, ms after its start (default 60000, also the maximum). */
+  maxRunMs?: number;
+  /** Where the unbounded-buffer demo is stopped, bytes (default 8 MiB, maximum 64 MiB). */
+  unboundedCapBytes?: number;
+  /** Telemetry sampling period, ms (default 100). */
+  telemetryIntervalMs?: number;
+  /** The bridge's `stallTimeoutMs` for playground runs (default 10000). */
+  stallTimeoutMs?: number;
+  /** A created run that nobody streams is dropped after this long, ms (default 10000). */
+  startTimeoutMs?: number;
+  /** A finished run's final telemetry stays readable this long, ms (default 30000). */
+  retainMs?: number;
+}
+
+/** The router, plus what its owner needs for shutdown and health. */
+export interface PlaygroundRouter extends Router {
+  /** Runs waiting, streaming or draining now. */
+  readonly activeRuns: number;
+  /** Stops every run and forgets them (call on shutdown and in tests). */
+  close(): void;
+}
+
+const MAX_RETAINED = 64;
+
+/**
+ * The live backpressure playground as an Express Router: mount it with
+ * `app.use('/playground', playgroundRouter())`.
+ *
+ * Routes (relative to the mount point):
+ * - `GET /` the page; `GET /assets/app.js`, `GET /assets/app.css` its assets (served from memory, no CDN);
+ * - `POST /runs` with a scenario JSON (see `scenarioSchema`) → `201 {id, streamUrl, telemetryUrl, scenario}`,
+ *   `400` invalid, `429` too many runs;
+ * - `GET /runs/:id/stream` the run's data: SSE through the demand bridge, read by an emulated client at
+ *   the scenario's bytes/s, then relayed to the browser;
+ * - `GET /runs/:id/telemetry` SSE `event: sample` every `telemetryIntervalMs`, `event: end` at the end;
+ * - `GET /runs/:id` the latest sample as JSON; `DELETE /runs/:id` stops the run.
+ *
+ * Bounded: `maxConcurrentRuns`, `maxRunMs`, the unbounded-buffer cap, per-scenario limits
+ * (`PLAYGROUND_LIMITS`), at most 64 finished runs retained.
+ */
+export function playgroundRouter(options: PlaygroundOptions = {}): PlaygroundRouter {
+  const maxConcurrentRuns = Math.max(1, options.maxConcurrentRuns ?? 4);
+  const limits: RunLimits = {
+    maxRunMs: clamp(options.maxRunMs ?? 60_000, 1_000, PLAYGROUND_LIMITS.maxDurationSec * 1000),
+    unboundedCapBytes: clamp(options.unboundedCapBytes ?? 8 * 1024 * 1024, 64 * 1024, 64 * 1024 * 1024),
+    stallTimeoutMs: Math.max(0, options.stallTimeoutMs ?? 10_000),
+    drainDeadlineMs: 10_000,
+  };
+  const telemetryIntervalMs = clamp(options.telemetryIntervalMs ?? 100, 20, 5_000);
+  const startTimeoutMs = options.startTimeoutMs ?? 10_000;
+  const retainMs = options.retainMs ?? 30_000;
+  const runs = new Map<string, PlaygroundRun>();
+  const timers = new Set<NodeJS.Timeout>();
+  let closed = false;
+
+  const later = (ms: number, fn: () => void): void => {
+    if (closed) return;
+    const t = setTimeout(() => {
+      timers.delete(t);
+      fn();
+    }, ms);
+    timers.add(t);
+  };
+  const active = (): number => {
+    let n = 0;
+    for (const r of runs.values()) if (r.state !== 'finished') n++;
+    return n;
+  };
+  const forgetOldFinished = (): void => {
+    for (const [id, r] of runs) {
+      if (runs.size <= MAX_RETAINED) return;
+      if (r.state === 'finished') runs.delete(id);
+    }
+  };
+
+  const router = Router() as PlaygroundRouter;
+
+  router.get('/', (req: Request, res: Response) => {
+    const base = escapeHtml(req.baseUrl);
+    res.setHeader('Content-Type', 'text/html; charset=utf-8');
+    res.setHeader('Cache-Control', 'no-cache');
+    res.setHeader(
+      'Content-Security-Policy',
+      "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'",
+    );
+    res.end(PLAYGROUND_HTML.replaceAll('__BASE__', base));
+  });
+  router.get('/assets/app.js', (_req, res) => {
+    res.setHeader('Content-Type', 'text/javascript; charset=utf-8');
+    res.setHeader('Cache-Control', 'no-cache');
+    res.end(PLAYGROUND_JS);
+  });
+  router.get('/assets/app.css', (_req, res) => {
+    res.setHeader('Content-Type', 'text/css; charset=utf-8');
+    res.setHeader('Cache-Control', 'no-cache');
+    res.end(PLAYGROUND_CSS);
+  });
+
+  router.post('/runs', express.json({ limit: '4kb' }), (req: Request, res: Response) => {
+    if (closed) return void res.status(503).json({ error: { code: 'ERR_TIDEGATE_SHUTDOWN', message: 'playground closed' } });
+    const parsed = scenarioSchema.safeParse(req.body ?? {});
+    if (!parsed.success) {
+      const message = parsed.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; ');
+      return void res.status(400).json({ error: { code: 'ERR_TIDEGATE_PLAYGROUND_SCENARIO', message } });
+    }
+    if (active() >= maxConcurrentRuns) {
+      res.setHeader('Retry-After', '5');
+      return void res.status(429).json({
+        error: { code: 'ERR_TIDEGATE_PLAYGROUND_BUSY', message: `at most ${maxConcurrentRuns} playground runs at once; try again shortly` },
+      });
+    }
+    const run = new PlaygroundRun(parsed.data, limits);
+    runs.set(run.id, run);
+    forgetOldFinished();
+    later(startTimeoutMs, () => {
+      if (run.state === 'waiting') run.stop('never-started');
+    });
+    run.onFinished(() => later(retainMs, () => runs.delete(run.id)));
+    const base = `${req.baseUrl}/runs/${run.id}`;
+    res.status(201).json({ id: run.id, streamUrl: `${base}/stream`, telemetryUrl: `${base}/telemetry`, scenario: parsed.data });
+  });
+
+  router.get('/runs/:id/stream', (req: Request, res: Response) => {
+    const run = runs.get(String(req.params.id));
+    if (!run) return void notFound(res);
+    if (run.state !== 'waiting') {
+      return void res.status(409).json({ error: { code: 'ERR_TIDEGATE_PLAYGROUND_STARTED', message: 'this run already streams' } });
+    }
+    run.start(res);
+  });
+
+  router.get('/runs/:id/telemetry', (req: Request, res: Response) => {
+    const run = runs.get(String(req.params.id));
+    if (!run) return void notFound(res);
+    sendFlow(res, telemetryFlow(run, telemetryIntervalMs), { maxBufferedBytes: 1024 * 1024, heartbeatMs: 15_000 });
+  });
+
+  router.get('/runs/:id', (req: Request, res: Response) => {
+    const run = runs.get(String(req.params.id));
+    if (!run) return void notFound(res);
+    res.setHeader('Cache-Control', 'no-cache');
+    res.json(run.sample());
+  });
+
+  router.delete('/runs/:id', (req: Request, res: Response) => {
+    const run = runs.get(String(req.params.id));
+    if (!run) return void notFound(res);
+    run.stop();
+    res.status(204).end();
+  });
+
+  Object.defineProperty(router, 'activeRuns', { get: active, enumerable: true });
+  router.close = (): void => {
+    closed = true;
+    for (const t of timers) clearTimeout(t);
+    timers.clear();
+    for (const r of runs.values()) r.stop('shutdown');
+    runs.clear();
+  };
+  return router;
+}
+
+function notFound(res: Response): void {
+  res.status(404).json({ error: { code: 'ERR_TIDEGATE_PLAYGROUND_NOT_FOUND', message: 'no such run (finished runs are kept 30 s)' } });
+}
+
+function clamp(v: number, lo: number, hi: number): number {
+  return Math.min(hi, Math.max(lo, v));
+}
+
+function escapeHtml(s: string): string {
+  return s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
