@@ -1,55 +1,146 @@
-import express, { type Express, type Request } from 'express';
-import { ByteBudget } from '../flow/budget';
-import type { SendFlowOptions } from '../express/bridge';
-import type { GatewayConfig } from './config';
-import type { Logger } from './logger';
-import { relaySse } from './relay';
+import express, { type Express, type NextFunction, type Request, type Response } from 'express';
+import { ShutdownError } from '../errors';
+import { anthropicAdapter } from '../upstream/providers/anthropic';
+import { openaiAdapter } from '../upstream/providers/openai';
+import { createPassthroughAdapter } from '../upstream/providers/passthrough';
+import type { ProviderAdapter } from '../upstream/providers/types';
+import { resolveRoutes, type GatewayConfig, type ResolvedRoute } from './config';
+import { createLogger, type Logger } from './logger';
+import { GatewayMetrics } from './metrics';
+import { relay, type StreamPolicyFn } from './relay';
 
 /** What {@link createGatewayApp} needs besides the config. */
 export interface GatewayDeps {
-  logger: Logger;
-  /** The upstream base URL actually used (config or the embedded simulator). */
-  upstreamUrl: string;
+  /** Default: a JSON logger on stdout. */
+  logger?: Logger;
+  /** The upstream base URL actually used (config or the embedded simulator); default `config.upstream.url`. */
+  upstreamUrl?: string;
+  /** User-written operator chains by route path, e.g. `{ '/v1/chat/completions': (events) => events.pipe(…) }`. */
+  policies?: Readonly<Record<string, StreamPolicyFn>>;
+  /** Metrics to record into (default: a fresh registry per app). */
+  metrics?: GatewayMetrics;
 }
 
+/** Controls of a gateway app: readiness, live streams, metrics and the drain used on shutdown. */
+export interface GatewayControl {
+  readonly metrics: GatewayMetrics;
+  readonly routes: readonly ResolvedRoute[];
+  /** Requests being relayed now. */
+  readonly activeStreams: number;
+  /** `false` once draining started: `/readyz` answers 503 and new relay requests get 503. */
+  readonly ready: boolean;
+  /**
+   * Stops taking new streams, lets running ones finish for `graceMs`, then ends the rest with
+   * `ERR_TIDEGATE_SHUTDOWN` (in each client's protocol) and resolves once all have ended.
+   */
+  drain(graceMs: number): Promise<void>;
+}
+
+/** An Express app with its {@link GatewayControl} at `app.gateway`. */
+export type GatewayApp = Express & { readonly gateway: GatewayControl };
+
+const ADAPTERS: Record<'openai' | 'anthropic', ProviderAdapter> = { openai: openaiAdapter, anthropic: anthropicAdapter };
+
 /**
- * The gateway as an Express app: `POST /v1/chat/completions` relays an OpenAI-compatible
- * upstream stream through the demand bridge; `GET /healthz` answers `ok`.
+ * The gateway as an Express app: the configured routes (default OpenAI
+ * `POST /v1/chat/completions` and Anthropic `POST /v1/messages`; passthrough routes for any SSE
+ * upstream), `GET /healthz`, `GET /readyz` and `GET /metrics` (Prometheus text).
+ *
+ * @example
+ * const app = createGatewayApp(parseConfig({ upstream: { url } }), {
+ *   policies: { '/v1/chat/completions': (events) => events.pipe(filter((e) => e.type !== 'frame')) },
+ * });
  */
-export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps): Express {
+export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}): GatewayApp {
+  const logger = deps.logger ?? createLogger();
+  const metrics = deps.metrics ?? new GatewayMetrics();
+  const routes = resolveRoutes(config, deps.upstreamUrl ?? config.upstream.url);
+  const shutdown = new AbortController();
+  const running = new Set<(reason: unknown) => void>();
+  const idle: (() => void)[] = [];
+  let ready = true;
+  let active = 0;
+
   const app = express();
   app.disable('x-powered-by');
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
-  const streamOptions = (): SendFlowOptions => ({
-    prefetch: config.stream.prefetch,
-    budget: new ByteBudget(config.stream.maxBufferedBytes),
-    stallTimeoutMs: config.stream.stallTimeoutMs,
-    heartbeatMs: config.stream.heartbeatMs,
+  app.get('/readyz', (_req, res) => {
+    res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'shutting_down', activeStreams: active });
   });
-  const upstreamHeaders = (): Record<string, string> => {
-    const headers: Record<string, string> = { 'content-type': 'application/json' };
-    if (config.upstream.apiKey) headers.authorization = `Bearer ${config.upstream.apiKey}`;
-    return headers;
-  };
-  app.post('/v1/chat/completions', express.json({ limit: '4mb' }), (req: Request, res) => {
-    void relaySse(req, res, {
-      route: 'openai.chat',
-      logger: deps.logger,
-      stream: streamOptions(),
-      maxEventBytes: config.stream.maxEventBytes,
-      upstream: (r) => ({
-        url: new URL('v1/chat/completions', withSlash(deps.upstreamUrl)).toString(),
-        method: 'POST',
-        headers: upstreamHeaders(),
-        body: JSON.stringify(r.body),
-      }),
+  if (config.metrics.enabled) {
+    app.get(config.metrics.path, (_req, res, next) => {
+      metrics.registry
+        .metrics()
+        .then((text) => res.type(metrics.registry.contentType).send(text))
+        .catch(next);
     });
-  });
-  return app;
-}
+  }
 
-function withSlash(url: string): string {
-  return url.endsWith('/') ? url : `${url}/`;
+  for (const route of routes) {
+    if (route.url === undefined) throw new Error(`route ${route.path}: no upstream URL (set upstream.url or the route's url)`);
+    const adapter = route.provider === 'passthrough' ? createPassthroughAdapter(route.terminator) : ADAPTERS[route.provider];
+    const bodyParser =
+      route.provider === 'passthrough' ? express.raw({ type: () => true, limit: '4mb' }) : express.json({ limit: '4mb', type: () => true });
+    const handler = (req: Request, res: Response): void => {
+      if (!ready) {
+        adapter.sendHttpError(res, new ShutdownError('gateway is shutting down; retry on another instance'));
+        return;
+      }
+      active++;
+      void relay(req, res, {
+        route: route as ResolvedRoute & { url: string },
+        adapter,
+        logger,
+        metrics,
+        policy: deps.policies?.[route.path],
+        shutdown: shutdown.signal,
+        register: (abort) => {
+          running.add(abort);
+          return () => running.delete(abort);
+        },
+      }).finally(() => {
+        active--;
+        if (active === 0) for (const resolve of idle.splice(0)) resolve();
+      });
+    };
+    for (const method of route.methods) {
+      if (method === 'GET') app.get(route.path, handler);
+      else app.post(route.path, bodyParser, handler);
+    }
+    // A body the parser rejects gets the provider's JSON error, not Express' HTML page.
+    app.use(route.path, (err: unknown, _req: Request, res: Response, next: NextFunction) => {
+      if (res.headersSent) return next(err);
+      const status = (err as { status?: number }).status ?? 400;
+      adapter.sendHttpError(res, Object.assign(new Error((err as Error).message ?? 'bad request'), { status, code: 'ERR_TIDEGATE_BAD_REQUEST' }));
+    });
+  }
+
+  const control: GatewayControl = {
+    metrics,
+    routes,
+    get activeStreams() {
+      return active;
+    },
+    get ready() {
+      return ready;
+    },
+    async drain(graceMs: number) {
+      ready = false;
+      logger.info('draining', { activeStreams: active, graceMs });
+      const allDone = new Promise<void>((resolve) => (active === 0 ? resolve() : idle.push(resolve)));
+      let timer: NodeJS.Timeout | undefined;
+      const graceOver = new Promise<'grace'>((resolve) => (timer = setTimeout(() => resolve('grace'), graceMs)));
+      const first = await Promise.race([allDone.then(() => 'done' as const), graceOver]);
+      clearTimeout(timer);
+      if (first === 'grace') {
+        const reason = new ShutdownError();
+        shutdown.abort(reason);
+        for (const abort of [...running]) abort(reason);
+        await allDone;
+      }
+    },
+  };
+  return Object.assign(app, { gateway: control });
 }

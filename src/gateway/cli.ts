@@ -1,37 +1,91 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
-import { ConfigError, parseConfig } from './config';
+import { ConfigError, loadConfig } from './config';
 import { createLogger } from './logger';
 import { startGateway } from './server';
 
-/** `tidegate` command line: flags override environment, environment overrides defaults. */
+const USAGE = `Usage: tidegate [options]
+
+  --config FILE              YAML or JSON configuration (also TIDEGATE_CONFIG)
+  --port N                   listening port (also PORT; default 8080, 0 = ephemeral)
+  --host H                   listening address (also HOST; default 127.0.0.1)
+  --upstream URL             upstream base URL (also UPSTREAM_URL; default: embedded simulator)
+  --passthrough /path=URL    relay GET and POST on /path to the SSE upstream URL (repeatable)
+  --max-buffered-bytes N     per-stream byte budget (default 262144)
+  --stall-timeout-ms N       end a stream whose client reads nothing for N ms (default 30000)
+  --overflow pause|terminate pause the upstream (default) or end the stream when the budget is spent
+  --heartbeat-ms N           ": ping" after N ms of silence (default 15000)
+  --shutdown-grace-ms N      on SIGTERM, let streams finish for N ms (default 10000)
+  -h, --help                 this text
+`;
+
+/** `tidegate` command line: flags override environment, environment overrides the file, the file overrides defaults. */
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
+      config: { type: 'string' },
       port: { type: 'string' },
       host: { type: 'string' },
       upstream: { type: 'string' },
+      passthrough: { type: 'string', multiple: true },
+      'max-buffered-bytes': { type: 'string' },
+      'stall-timeout-ms': { type: 'string' },
+      overflow: { type: 'string' },
+      'heartbeat-ms': { type: 'string' },
+      'shutdown-grace-ms': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
     },
   });
-  const env = process.env;
-  const num = (v: string | undefined): number | undefined => (v === undefined ? undefined : Number(v));
-  const raw = {
-    port: num(values.port ?? env.PORT),
-    host: values.host ?? env.HOST,
-    upstream: { url: values.upstream ?? env.UPSTREAM_URL, apiKey: env.UPSTREAM_API_KEY },
+  if (values.help) {
+    process.stdout.write(USAGE);
+    return;
+  }
+  const num = (flag: string, v: string | undefined): number | undefined => {
+    if (v === undefined) return undefined;
+    const n = Number(v);
+    if (v.trim() === '' || !Number.isFinite(n)) throw new ConfigError(`invalid --${flag}: expected a number, got ${JSON.stringify(v)}`);
+    return n;
   };
+  const extraRoutes = (values.passthrough ?? []).map((spec) => {
+    const eq = spec.indexOf('=');
+    if (eq <= 0) throw new ConfigError(`invalid --passthrough ${JSON.stringify(spec)}: expected /path=URL`);
+    return { path: spec.slice(0, eq), provider: 'passthrough', url: spec.slice(eq + 1) };
+  });
+  const config = loadConfig({
+    file: values.config ?? process.env.TIDEGATE_CONFIG,
+    env: process.env,
+    overrides: {
+      port: num('port', values.port),
+      host: values.host,
+      'upstream.url': values.upstream,
+      'stream.maxBufferedBytes': num('max-buffered-bytes', values['max-buffered-bytes']),
+      'stream.stallTimeoutMs': num('stall-timeout-ms', values['stall-timeout-ms']),
+      'stream.overflow': values.overflow,
+      'stream.heartbeatMs': num('heartbeat-ms', values['heartbeat-ms']),
+      'shutdown.graceMs': num('shutdown-grace-ms', values['shutdown-grace-ms']),
+    },
+    extraRoutes,
+  });
   const logger = createLogger();
-  const config = parseConfig(raw);
   const gateway = await startGateway(config, { logger });
   process.stdout.write(`tidegate listening on ${gateway.url} (upstream: ${gateway.upstreamUrl})\n`);
-  const stop = (): void => {
-    void gateway.close().then(() => process.exit(0));
+  let signals = 0;
+  const stop = (signal: NodeJS.Signals): void => {
+    if (++signals > 1) process.exit(1); // a second signal: stop now
+    logger.info('shutdown requested', { signal, graceMs: config.shutdown.graceMs });
+    gateway.shutdown().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        process.stderr.write(`tidegate: shutdown failed: ${(err as Error).stack ?? String(err)}\n`);
+        process.exit(1);
+      },
+    );
   };
-  process.once('SIGTERM', stop);
-  process.once('SIGINT', stop);
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
 }
 
 main().catch((err: unknown) => {
-  process.stderr.write(`tidegate: ${err instanceof ConfigError ? err.message : (err as Error).stack ?? String(err)}\n`);
+  process.stderr.write(`tidegate: ${err instanceof ConfigError ? err.message : ((err as Error).stack ?? String(err))}\n`);
   process.exit(1);
 });

@@ -1,44 +1,199 @@
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 
-/** Per-stream backpressure settings (bytes, ms). */
-export const streamSchema = z.object({
+const int = (min: number): z.ZodNumber => z.number().int().min(min);
+
+/** Stream policy fields (bytes, ms); each route may override any of them. */
+const policyShape = {
   /** Events the bridge requests per batch. */
-  prefetch: z.number().int().min(1).max(4096).default(16),
-  /** Per-stream byte budget: chain buffers + bridge + `res.writableLength`. */
-  maxBufferedBytes: z.number().int().min(1024).default(256 * 1024),
-  /** `pause`: demand pauses the upstream (default). `terminate`: read the upstream at full speed into the budget, end the stream with ERR_TIDEGATE_OVERFLOW when it is spent. */
-  overflow: z.enum(['pause', 'terminate']).default('pause'),
-  /** End a stream whose client accepted nothing for this long (0 disables). */
-  stallTimeoutMs: z.number().int().min(0).default(30_000),
-  /** `: ping` after this much silence (0 disables). */
-  heartbeatMs: z.number().int().min(0).default(15_000),
+  prefetch: int(1).max(4096),
+  /** Per-stream byte budget: chain buffers + bridge + `res.writableLength`, bytes. */
+  maxBufferedBytes: int(1024),
+  /** `pause`: demand pauses the upstream. `terminate`: read the upstream at full speed into the budget, end with ERR_TIDEGATE_OVERFLOW when spent. */
+  overflow: z.enum(['pause', 'terminate']),
+  /** End a stream whose client accepted nothing for this long, ms (0 disables). */
+  stallTimeoutMs: int(0),
+  /** `: ping` after this much silence, ms (0 disables). */
+  heartbeatMs: int(0),
   /** Max bytes of one upstream SSE event. */
-  maxEventBytes: z.number().int().min(1024).default(1024 * 1024),
-});
+  maxEventBytes: int(1024),
+  /** `limitRate(n)` on the events: at most n requested upstream at once (0 = off). */
+  limitRate: int(0),
+};
 
-/** The gateway's configuration, validated at start; a bad value names its field. */
-export const configSchema = z.object({
-  port: z.number().int().min(0).max(65535).default(8080),
-  host: z.string().min(1).default('127.0.0.1'),
-  upstream: z
-    .object({
-      /** Base URL of an OpenAI/Anthropic-compatible server; absent = the embedded simulator. */
-      url: z.string().url().optional(),
-      /** Sent upstream as `Authorization: Bearer …` / `x-api-key`; never taken from the client. */
-      apiKey: z.string().optional(),
-    })
-    .default({}),
-  stream: streamSchema.default(streamSchema.parse({})),
-  simulator: z
-    .object({
-      tokensPerSecond: z.number().positive().default(50),
-      ttftMs: z.number().int().min(0).default(300),
-    })
-    .default({ tokensPerSecond: 50, ttftMs: 300 }),
-});
+/** Stream policy defaults. */
+export const DEFAULT_POLICY: StreamPolicy = {
+  prefetch: 16,
+  maxBufferedBytes: 256 * 1024,
+  overflow: 'pause',
+  stallTimeoutMs: 30_000,
+  heartbeatMs: 15_000,
+  maxEventBytes: 1024 * 1024,
+  limitRate: 0,
+};
 
-/** A validated gateway configuration. */
+/** Upstream timeouts, ms (0 disables one). */
+const timeoutsShape = {
+  /** A new upstream connection must be up within this. */
+  connectMs: int(0),
+  /** The upstream's first body byte must arrive within this of the request (models think). */
+  firstByteMs: int(0),
+  /** Longest silence between upstream chunks while the client reads. */
+  idleMs: int(0),
+  /** Longest life of one request, from its arrival. */
+  totalMs: int(0),
+};
+
+/** Timeout defaults, ms. */
+export const DEFAULT_TIMEOUTS: UpstreamTimeouts = { connectMs: 10_000, firstByteMs: 60_000, idleMs: 120_000, totalMs: 600_000 };
+
+const retryShape = {
+  /** Attempts in all, the first included (1 = no retry). */
+  maxAttempts: int(1).max(10),
+  /** First backoff ceiling, ms (doubles per attempt, full jitter). */
+  baseDelayMs: int(0),
+  /** Largest backoff, ms. */
+  maxDelayMs: int(0),
+  /** A longer `Retry-After` is not waited for, ms. */
+  maxRetryAfterMs: int(0),
+};
+
+/** Retry defaults. */
+export const DEFAULT_RETRY: RetrySettings = { maxAttempts: 3, baseDelayMs: 250, maxDelayMs: 8000, maxRetryAfterMs: 30_000 };
+
+const headerName = z
+  .string()
+  .regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, 'not an HTTP header name')
+  .transform((s) => s.toLowerCase());
+
+const routeSchema = z.object({
+  /** Path the gateway serves, e.g. `/v1/chat/completions`. */
+  path: z.string().startsWith('/', 'must start with /'),
+  provider: z.enum(['openai', 'anthropic', 'passthrough']),
+  /** Methods served; default `POST` for openai/anthropic, `GET` and `POST` for passthrough. */
+  methods: z.array(z.enum(['GET', 'POST'])).min(1).optional(),
+  /** Full upstream URL; default: `upstream.url` + `path`. */
+  url: z.string().url().optional(),
+  /** Upstream credential for this route; default `upstream.apiKey`. */
+  apiKey: z.string().optional(),
+  /** Client request headers forwarded upstream (replaces the provider's default list). */
+  forwardHeaders: z.array(headerName).optional(),
+  /** Static headers added to the upstream request. */
+  headers: z.record(z.string(), z.string()).optional(),
+  /** `false`: ask the upstream for a non-stream answer and return it as one JSON (openai, anthropic). */
+  stream: z.boolean().default(true),
+  /** Reconnect to the upstream with Last-Event-ID (passthrough; reserved for the SSE client). */
+  resumable: z.boolean().default(false),
+  /** Passthrough only: the event that ends the stream; EOF without it is ERR_TIDEGATE_UPSTREAM_TRUNCATED. */
+  terminator: z.object({ event: z.string().optional(), data: z.string().optional() }).optional(),
+  policy: z.object(policyShape).partial().strict().default({}),
+  timeouts: z.object(timeoutsShape).partial().strict().default({}),
+  retry: z.object(retryShape).partial().strict().default({}),
+}).strict();
+
+/** The gateway's configuration schema (zod), validated at start; a bad value names its field. */
+export const configSchema = z
+  .object({
+    port: int(0).max(65535).default(8080),
+    host: z.string().min(1).default('127.0.0.1'),
+    upstream: z
+      .object({
+        /** Base URL of the upstream server; absent = the embedded simulator. */
+        url: z.string().url().optional(),
+        /** Sent upstream as `Authorization: Bearer …` (openai, passthrough) or `x-api-key` (anthropic); never taken from the client. */
+        apiKey: z.string().optional(),
+        /** Static headers added to every upstream request. */
+        headers: z.record(z.string(), z.string()).default({}),
+      })
+      .strict()
+      .prefault({}),
+    /** Stream policy defaults for every route. */
+    stream: z.object(policyShape).partial().strict().default({}),
+    timeouts: z.object(timeoutsShape).partial().strict().default({}),
+    retry: z.object(retryShape).partial().strict().default({}),
+    /** Routes; default: openai on /v1/chat/completions and anthropic on /v1/messages. */
+    routes: z.array(routeSchema).optional(),
+    shutdown: z
+      .object({
+        /** Streams may finish for this long after SIGTERM, ms; then they get ERR_TIDEGATE_SHUTDOWN. */
+        graceMs: int(0).default(10_000),
+      })
+      .strict()
+      .prefault({}),
+    metrics: z
+      .object({
+        enabled: z.boolean().default(true),
+        path: z.string().startsWith('/').default('/metrics'),
+      })
+      .strict()
+      .prefault({}),
+    simulator: z
+      .object({
+        tokensPerSecond: z.number().positive().default(50),
+        ttftMs: int(0).default(300),
+      })
+      .strict()
+      .prefault({}),
+  })
+  .strict();
+
+/** A validated gateway configuration, as written (route values not yet merged with the defaults). */
 export type GatewayConfig = z.infer<typeof configSchema>;
+/** One configured route. */
+export type RouteConfig = z.infer<typeof routeSchema>;
+/** Stream policy of one route, resolved. */
+export type StreamPolicy = { [K in keyof typeof policyShape]: z.infer<(typeof policyShape)[K]> };
+/** Upstream timeouts of one route, resolved, ms. */
+export type UpstreamTimeouts = { [K in keyof typeof timeoutsShape]: number };
+/** Retry settings of one route, resolved. */
+export type RetrySettings = { [K in keyof typeof retryShape]: number };
+
+/** A route with every setting resolved (route over global over defaults). */
+export interface ResolvedRoute {
+  path: string;
+  provider: RouteConfig['provider'];
+  methods: ('GET' | 'POST')[];
+  /** Full upstream URL; `undefined` until the upstream base is known (simulator). */
+  url: string | undefined;
+  apiKey: string | undefined;
+  forwardHeaders: string[] | undefined;
+  headers: Record<string, string>;
+  stream: boolean;
+  resumable: boolean;
+  terminator: { event?: string; data?: string } | undefined;
+  policy: StreamPolicy;
+  timeouts: UpstreamTimeouts;
+  retry: RetrySettings;
+}
+
+/** The default routes when none are configured. */
+export const DEFAULT_ROUTES: readonly RouteConfig[] = [
+  { path: '/v1/chat/completions', provider: 'openai', stream: true, resumable: false, policy: {}, timeouts: {}, retry: {} },
+  { path: '/v1/messages', provider: 'anthropic', stream: true, resumable: false, policy: {}, timeouts: {}, retry: {} },
+];
+
+/**
+ * Resolves the routes of `config`: each route's policy, timeouts and retry over the global
+ * ones over the defaults; `url` from `upstreamBase` + path when not set.
+ */
+export function resolveRoutes(config: GatewayConfig, upstreamBase: string | undefined): ResolvedRoute[] {
+  return (config.routes ?? DEFAULT_ROUTES).map((r) => ({
+    path: r.path,
+    provider: r.provider,
+    methods: r.methods ?? (r.provider === 'passthrough' ? ['GET', 'POST'] : ['POST']),
+    url: r.url ?? (upstreamBase === undefined ? undefined : new URL(r.path.slice(1), upstreamBase.endsWith('/') ? upstreamBase : `${upstreamBase}/`).toString()),
+    apiKey: r.apiKey ?? config.upstream.apiKey,
+    forwardHeaders: r.forwardHeaders,
+    headers: { ...config.upstream.headers, ...(r.headers ?? {}) },
+    stream: r.stream,
+    resumable: r.resumable,
+    terminator: r.terminator,
+    policy: { ...DEFAULT_POLICY, ...config.stream, ...r.policy },
+    timeouts: { ...DEFAULT_TIMEOUTS, ...config.timeouts, ...r.timeouts },
+    retry: { ...DEFAULT_RETRY, ...config.retry, ...r.retry },
+  }));
+}
 
 /** Raised when the configuration is invalid; the message names each bad field. */
 export class ConfigError extends Error {
@@ -46,9 +201,88 @@ export class ConfigError extends Error {
 }
 
 /** Validates a raw configuration object; throws {@link ConfigError} naming the fields. */
-export function parseConfig(raw: unknown): GatewayConfig {
+export function parseConfig(raw: unknown, source = 'configuration'): GatewayConfig {
   const result = configSchema.safeParse(raw);
   if (result.success) return result.data;
-  const details = result.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
-  throw new ConfigError(`invalid configuration: ${details}`);
+  const details = result.error.issues
+    .map((i) => {
+      const keys = (i as { keys?: string[] }).keys;
+      const field = [...i.path, ...(i.code === 'unrecognized_keys' && keys ? [keys.join(', ')] : [])].join('.') || '(root)';
+      return `${field}: ${i.message}`;
+    })
+    .join('; ');
+  throw new ConfigError(`invalid ${source}: ${details}`);
+}
+
+/** Reads a YAML or JSON config file (YAML is a superset of JSON); throws {@link ConfigError}. */
+export function readConfigFile(file: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`cannot read config file ${file}: ${(err as Error).message}`);
+  }
+  try {
+    return parseYaml(text) ?? {};
+  } catch (err) {
+    throw new ConfigError(`config file ${file} is not valid YAML or JSON: ${(err as Error).message}`);
+  }
+}
+
+/** Environment variables read by {@link loadConfig}, and the field each sets. */
+export const ENV_OVERRIDES: Readonly<Record<string, string>> = {
+  PORT: 'port',
+  HOST: 'host',
+  UPSTREAM_URL: 'upstream.url',
+  UPSTREAM_API_KEY: 'upstream.apiKey',
+  TIDEGATE_MAX_BUFFERED_BYTES: 'stream.maxBufferedBytes',
+  TIDEGATE_OVERFLOW: 'stream.overflow',
+  TIDEGATE_STALL_TIMEOUT_MS: 'stream.stallTimeoutMs',
+  TIDEGATE_HEARTBEAT_MS: 'stream.heartbeatMs',
+  TIDEGATE_FIRST_BYTE_TIMEOUT_MS: 'timeouts.firstByteMs',
+  TIDEGATE_IDLE_TIMEOUT_MS: 'timeouts.idleMs',
+  TIDEGATE_TOTAL_TIMEOUT_MS: 'timeouts.totalMs',
+  TIDEGATE_SHUTDOWN_GRACE_MS: 'shutdown.graceMs',
+};
+
+const NUMERIC = new Set(['port', 'stream.maxBufferedBytes', 'stream.stallTimeoutMs', 'stream.heartbeatMs', 'timeouts.firstByteMs', 'timeouts.idleMs', 'timeouts.totalMs', 'shutdown.graceMs']);
+
+/** Sets `path` (dotted) in `target`, creating objects on the way; numeric fields are converted with `Number`. */
+export function setField(target: Record<string, unknown>, path: string, value: string | number | undefined): void {
+  if (value === undefined || value === '') return;
+  const keys = path.split('.');
+  let node = target;
+  for (const k of keys.slice(0, -1)) {
+    const next = node[k];
+    node = (typeof next === 'object' && next !== null ? next : (node[k] = {})) as Record<string, unknown>;
+  }
+  node[keys[keys.length - 1]] = typeof value === 'string' && NUMERIC.has(path) ? Number(value) : value;
+}
+
+/** Inputs of {@link loadConfig}, lowest precedence first: file, environment, overrides (CLI flags). */
+export interface LoadConfigOptions {
+  /** A YAML or JSON file. */
+  file?: string;
+  env?: NodeJS.ProcessEnv;
+  /** Dotted field → value (CLI flags), applied last. */
+  overrides?: Readonly<Record<string, string | number | undefined>>;
+  /** Routes appended to the configured (or default) ones, e.g. from `--passthrough`. */
+  extraRoutes?: readonly Record<string, unknown>[];
+}
+
+/**
+ * Builds the configuration from defaults < file < environment < overrides and validates it.
+ * Throws {@link ConfigError} naming the bad field (and the file).
+ */
+export function loadConfig(options: LoadConfigOptions = {}): GatewayConfig {
+  const raw = (options.file ? readConfigFile(options.file) : {}) as Record<string, unknown>;
+  if (typeof raw !== 'object' || Array.isArray(raw)) throw new ConfigError(`invalid ${options.file}: (root): expected an object`);
+  const env = options.env ?? {};
+  for (const [name, field] of Object.entries(ENV_OVERRIDES)) setField(raw, field, env[name]);
+  for (const [field, value] of Object.entries(options.overrides ?? {})) setField(raw, field, value);
+  if (options.extraRoutes && options.extraRoutes.length > 0) {
+    const base = Array.isArray(raw.routes) ? (raw.routes as unknown[]) : DEFAULT_ROUTES.map((r) => ({ path: r.path, provider: r.provider }));
+    raw.routes = [...base, ...options.extraRoutes];
+  }
+  return parseConfig(raw, options.file ? `config file ${options.file}` : 'configuration');
 }

@@ -1,18 +1,29 @@
 import winston from 'winston';
+import type Transport from 'winston-transport';
+
+/** Options of {@link createLogger}. */
+export interface LoggerOptions {
+  /** winston level (default `LOG_LEVEL` or `info`). */
+  level?: string;
+  /** Log nothing (tests). */
+  silent?: boolean;
+  /** Transports instead of the default stdout Console (tests capture lines this way). */
+  transports?: Transport[];
+}
 
 /**
- * The gateway's winston logger: one JSON object per line on stdout. Logs carry stream ids,
- * routes, timings and byte counts; never prompt text, completions or keys.
- *
- * @param level winston level (default `LOG_LEVEL` or `info`); `silent: true` for tests.
+ * The gateway's winston logger: one JSON object per line on stdout. The per-stream line
+ * (`message: "stream"`) carries the stream id, route, status, ttftMs, events, bytes, outcome and
+ * error code; never prompt text, completions or keys.
  */
-export function createLogger(options: { level?: string; silent?: boolean } = {}): winston.Logger {
+export function createLogger(options: LoggerOptions = {}): winston.Logger {
   return winston.createLogger({
     level: options.level ?? process.env.LOG_LEVEL ?? 'info',
     silent: options.silent ?? false,
     format: winston.format.combine(winston.format.timestamp(), winston.format.json()),
-    transports: [new winston.transports.Console()],
+    transports: options.transports ?? [new winston.transports.Console()],
   });
 }
 
+/** The gateway's logger type (winston). */
 export type Logger = winston.Logger;

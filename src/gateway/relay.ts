@@ -1,105 +1,364 @@
 import type { Request, Response } from 'express';
 import { randomUUID } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import { BufferOverflowError, ShutdownError, SseLimitError, TidegateError, TimeoutError } from '../errors';
+import { sendFlow, type BridgeElement, type StreamResult } from '../express/bridge';
+import { ByteBudget } from '../flow/budget';
 import type { Flow } from '../flow/flow';
-import { sendFlow, sendHttpError, type BridgeElement, type SendFlowOptions, type StreamResult } from '../express/bridge';
-import { sseDecode, type SseEvent, type SseEventInit } from '../sse';
-import { UpstreamHttpError } from '../upstream/errors';
-import { openUpstreamStream, type UpstreamRequest } from '../upstream/request';
+import { limitRate } from '../flow/operators/limit-rate';
+import { map } from '../flow/operators/map';
+import { onBackpressureBuffer } from '../flow/operators/on-backpressure-buffer';
+import { OperatorSubscriber, operator } from '../flow/operators/operator-subscriber';
+import type { FlowContext, Subscriber } from '../flow/types';
+import { sseDecode } from '../sse';
+import { UpstreamHttpError, UpstreamResetError, UpstreamStreamError, UpstreamTruncatedError } from '../upstream/errors';
+import { adaptProvider } from '../upstream/providers/adapt';
+import { codeOf } from '../upstream/providers/errors-http';
+import type { GatewayEvent, ProviderAdapter, TokenUsage } from '../upstream/providers/types';
+import { fetchUpstream, openUpstreamStream, type UpstreamRequest, type UpstreamStream } from '../upstream/request';
+import { withRetries } from '../upstream/retry';
+import type { ResolvedRoute } from './config';
 import type { Logger } from './logger';
+import type { GatewayMetrics } from './metrics';
 
-/** Per-route settings of {@link relaySse}. */
-export interface RelayOptions {
-  /** Route label for logs and metrics, e.g. `openai.chat`. */
-  route: string;
-  logger: Logger;
-  /** Bridge options (budget, prefetch, heartbeat, stall timeout). */
-  stream: SendFlowOptions;
-  /** Builds the upstream request from the client request; URL comes from config only. */
-  upstream: (req: Request) => Omit<UpstreamRequest, 'signal'>;
-  /** Maps decoded upstream events to what the client gets (default: re-encode as received). */
-  transform?: (events: Flow<SseEvent>) => Flow<BridgeElement>;
-  /** Max bytes of one upstream SSE event (default 1 MiB). */
-  maxEventBytes?: number;
+/** How a relayed request ended, as logged (`outcome`) and counted (`tidegate_streams_total`). */
+export type RelayOutcome =
+  | 'completed'
+  | 'upstream_reset'
+  | 'overflow'
+  | 'stalled'
+  | 'client_closed'
+  | 'timeout'
+  | 'upstream_error'
+  | 'shutdown';
+
+/** What a user-written policy receives besides the events. */
+export interface PolicyContext {
+  readonly streamId: string;
+  readonly route: ResolvedRoute;
+  /** The stream's byte budget, shared with the bridge: give it to `onBackpressureBuffer({ budget })`. */
+  readonly budget: ByteBudget;
+  readonly req: Request;
 }
 
 /**
- * Relays one upstream SSE stream to one client through the whole signal chain:
- * node-fetch body → `fromReadable` → `sseDecode` → transform → `sendFlow`. Headers are
- * committed only after the upstream answered 200 with `text/event-stream`, so an upstream HTTP
- * error reaches the client as an HTTP error with the upstream's status and body.
+ * A user-written operator chain for one route, applied to the decoded events after the
+ * configured `limitRate` and before the configured overflow buffer. It must keep each event's
+ * `wire` valid for the provider's protocol (filter, delay, annotate; never rewrite `wire.data`
+ * into another format).
  */
-export async function relaySse(req: Request, res: Response, options: RelayOptions): Promise<StreamResult | undefined> {
-  const streamId = randomUUID();
-  const started = performance.now();
-  const controller = new AbortController();
-  const onClose = (): void => controller.abort(new Error('client closed'));
-  res.once('close', onClose);
-  const log = (fields: Record<string, unknown>): void => {
-    options.logger.info('stream', { streamId, route: options.route, ...fields });
-  };
-  try {
-    const upstream = await openUpstreamStream({ ...options.upstream(req), signal: controller.signal });
-    const events = upstream.body.pipe(sseDecode({ maxEventBytes: options.maxEventBytes }));
-    const flow = (options.transform ?? reencode)(events);
-    const handle = sendFlow(res, flow, options.stream);
-    const result = await handle.done;
-    log({
-      status: 200,
-      outcome: result.outcome,
-      ttftMs: round(result.ttftMs),
-      durationMs: round(result.durationMs),
-      events: result.events,
-      bytes: result.bytes,
-      peakBufferedBytes: result.peakBufferedBytes,
-      errorCode: (result.error as { code?: string } | undefined)?.code,
-    });
-    return result;
-  } catch (err) {
-    if (controller.signal.aborted) {
-      log({ status: 499, outcome: 'client_closed', durationMs: round(performance.now() - started) });
-      return undefined;
-    }
-    if (err instanceof UpstreamHttpError) {
-      res.status(err.status);
-      if (err.contentType) res.setHeader('Content-Type', err.contentType);
-      res.end(err.body);
-    } else sendHttpError(res, err);
-    log({ status: res.statusCode, outcome: 'upstream_error', errorCode: (err as { code?: string }).code, durationMs: round(performance.now() - started) });
-    return undefined;
-  } finally {
-    res.off('close', onClose);
+export type StreamPolicyFn = (events: Flow<GatewayEvent>, context: PolicyContext) => Flow<GatewayEvent>;
+
+/** Per-route collaborators of {@link relay}. */
+export interface RelayOptions {
+  route: ResolvedRoute & { url: string };
+  adapter: ProviderAdapter;
+  logger: Logger;
+  metrics: GatewayMetrics;
+  policy?: StreamPolicyFn;
+  /** Aborted (with a ShutdownError) when the shutdown grace period is over. */
+  shutdown: AbortSignal;
+  /** Called with the stream's abort function while it runs; the return value unregisters it. */
+  register(abort: (reason: unknown) => void): () => void;
+}
+
+/** A client left; the reason the upstream request is aborted with. */
+class ClientClosedError extends TidegateError {
+  constructor() {
+    super('ERR_TIDEGATE_CLIENT_CLOSED', 'client closed the connection');
   }
 }
 
-/** Re-encodes decoded events as received: `event` only when not `message`, `id` only when it changed. */
-export function reencode(events: Flow<SseEvent>): Flow<BridgeElement> {
-  let lastId = '';
-  return mapFlow(events, (e): BridgeElement => {
-    const out: SseEventInit = { data: e.data };
-    if (e.type !== 'message') out.event = e.type;
-    if (e.lastEventId !== lastId) {
-      lastId = e.lastEventId;
-      out.id = e.lastEventId;
+/** Hop-by-hop headers (RFC 9110 §7.6.1) and ones the gateway sets itself: never forwarded. */
+const NEVER_FORWARD = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host', 'content-length', 'accept-encoding']);
+
+/**
+ * Relays one client request to the route's upstream and back: retries while nothing reached the
+ * client, commits headers only on a streaming 200, decodes with the provider adapter, applies
+ * the route's policies, writes through the demand bridge, and logs one line per stream.
+ */
+export async function relay(req: Request, res: Response, options: RelayOptions): Promise<void> {
+  const { route, adapter, logger, metrics } = options;
+  const streamId = randomUUID();
+  const arrivedAt = performance.now();
+  const elapsed = (): number => round(performance.now() - arrivedAt);
+  // One controller for everything that ends a stream from the gateway's side: total timeout, shutdown.
+  const deadline = new AbortController();
+  const upstreamAbort = new AbortController();
+  const abortAll = (reason: unknown): void => {
+    if (!deadline.signal.aborted) deadline.abort(reason);
+    if (!upstreamAbort.signal.aborted) upstreamAbort.abort(reason);
+  };
+  const onShutdown = (): void => abortAll(options.shutdown.reason ?? new ShutdownError());
+  if (options.shutdown.aborted) onShutdown();
+  options.shutdown.addEventListener('abort', onShutdown, { once: true });
+  const unregister = options.register(abortAll);
+  const totalMs = route.timeouts.totalMs;
+  const totalTimer = totalMs > 0 ? setTimeout(() => abortAll(new TimeoutError('total', totalMs, `stream exceeded its total time of ${totalMs} ms`)), totalMs) : undefined;
+  const onClientClose = (): void => {
+    if (!res.headersSent && !upstreamAbort.signal.aborted) upstreamAbort.abort(new ClientClosedError());
+  };
+  res.once('close', onClientClose);
+  metrics.activeStreams.inc({ route: route.path });
+  let attempts = 0;
+  const usage: TokenUsage = {};
+  let ttftMs: number | undefined;
+  const log = (fields: Record<string, unknown>): void => {
+    logger.info('stream', {
+      streamId,
+      route: route.path,
+      provider: route.provider,
+      method: req.method,
+      attempts,
+      ...fields,
+      inputTokens: usage.inputTokens,
+      outputTokens: usage.outputTokens,
+    });
+  };
+  const finish = (outcome: RelayOutcome, fields: Record<string, unknown>): void => {
+    metrics.streams.inc({ route: route.path, outcome });
+    metrics.duration.observe({ route: route.path, outcome }, (performance.now() - arrivedAt) / 1000);
+    if (outcome === 'overflow') metrics.overflowTerminations.inc({ route: route.path });
+    log({ outcome, durationMs: elapsed(), ...fields });
+  };
+
+  try {
+    const body = req.body as unknown;
+    const json = route.provider !== 'passthrough' && isObject(body) ? body : undefined;
+    const clientWantsStream = route.provider === 'passthrough' || json?.stream === true;
+    const streaming = clientWantsStream && (route.stream || route.provider === 'passthrough');
+    let requestBody: string | Buffer | undefined;
+    if (json !== undefined) requestBody = JSON.stringify(clientWantsStream && !streaming && adapter.nonStreamBody ? adapter.nonStreamBody(json) : json);
+    else if (Buffer.isBuffer(body) && body.length > 0) requestBody = body;
+    const upstreamRequest: UpstreamRequest = {
+      url: upstreamUrl(route, req),
+      method: req.method === 'GET' ? 'GET' : 'POST',
+      headers: upstreamHeaders(req, route, adapter),
+      body: req.method === 'GET' ? undefined : requestBody,
+      signal: upstreamAbort.signal,
+      connectTimeoutMs: route.timeouts.connectMs,
+      firstByteTimeoutMs: route.timeouts.firstByteMs,
+      idleTimeoutMs: route.timeouts.idleMs,
+    };
+    const attempt = async <T>(call: () => Promise<T>): Promise<T> => {
+      attempts++;
+      try {
+        const result = await call();
+        metrics.upstreamRequests.inc({ route: route.path, outcome: 'ok' });
+        return result;
+      } catch (err) {
+        metrics.upstreamRequests.inc({ route: route.path, outcome: upstreamOutcome(err) });
+        throw err;
+      }
+    };
+    const retryOptions = {
+      signal: upstreamAbort.signal,
+      onRetry: ({ error }: { error: unknown }) => metrics.retries.inc({ route: route.path, reason: upstreamOutcome(error) }),
+    };
+
+    if (!streaming) {
+      const answer = await withRetries(() => attempt(() => fetchUpstream(upstreamRequest)), route.retry, retryOptions);
+      res.status(answer.status);
+      if (answer.contentType) res.setHeader('Content-Type', answer.contentType);
+      res.end(answer.body);
+      metrics.bytesOut.inc({ route: route.path }, answer.body.length);
+      finish('completed', { status: answer.status, bytes: answer.body.length, stream: false });
+      return;
     }
-    return out;
-  });
+
+    // Only this call is retried: it ends at the upstream's status line, before the client saw a byte.
+    const upstream = await withRetries(() => attempt(() => openUpstreamStream(upstreamRequest)), route.retry, retryOptions);
+    // TODO(resumable): routes with `resumable: true` should read the upstream through
+    // connectSse (src/client) so a dropped upstream is resumed with Last-Event-ID; until the SSE
+    // client lands they are relayed like any passthrough route.
+    const budget = new ByteBudget(route.policy.maxBufferedBytes);
+    const flow = buildChain(upstream, { route, adapter, budget, policy: options.policy, req, streamId, usage, onFirstToken: () => {
+      if (ttftMs === undefined) {
+        ttftMs = elapsed();
+        metrics.ttft.observe({ route: route.path }, ttftMs / 1000);
+      }
+    } });
+    const body$ = upstream.response.body as unknown as Readable;
+    const untrack = metrics.track({
+      bufferedBytes: () => budget.used,
+      upstreamPaused: () => body$.isPaused() && body$.readableLength > 0 && !body$.readableEnded,
+    });
+    const handle = sendFlow(res, flow, {
+      prefetch: route.policy.prefetch,
+      budget,
+      stallTimeoutMs: route.policy.stallTimeoutMs,
+      heartbeatMs: route.policy.heartbeatMs,
+      formatError: (e) => adapter.formatError(e),
+      sendHttpError: (r, e) => adapter.sendHttpError(r, e),
+      signal: deadline.signal,
+      headers: { 'X-Tidegate-Stream-Id': streamId },
+    });
+    let result: StreamResult;
+    try {
+      result = await handle.done;
+    } finally {
+      untrack();
+    }
+    metrics.bytesOut.inc({ route: route.path }, result.bytes);
+    finish(streamOutcome(result), {
+      status: res.statusCode,
+      ttftMs,
+      events: result.events,
+      bytes: result.bytes,
+      peakBufferedBytes: result.peakBufferedBytes,
+      errorCode: result.error === undefined ? undefined : codeOf(result.error),
+    });
+  } catch (err) {
+    // Nothing reached the client yet: an HTTP error in the provider's shape.
+    const clientGone = err instanceof ClientClosedError || res.destroyed;
+    if (!clientGone && !res.headersSent) {
+      if (err instanceof UpstreamHttpError) {
+        res.status(err.status);
+        res.setHeader('Content-Type', err.contentType ?? 'application/json; charset=utf-8');
+        if (err.retryAfterMs !== undefined) res.setHeader('Retry-After', String(Math.ceil(err.retryAfterMs / 1000)));
+        res.end(err.body);
+      } else adapter.sendHttpError(res, err);
+    }
+    finish(clientGone ? 'client_closed' : errorOutcome(err), {
+      status: clientGone ? 499 : res.statusCode,
+      errorCode: codeOf(err),
+      upstreamStatus: err instanceof UpstreamHttpError ? err.status : undefined,
+    });
+  } finally {
+    if (totalTimer !== undefined) clearTimeout(totalTimer);
+    options.shutdown.removeEventListener('abort', onShutdown);
+    res.off('close', onClientClose);
+    unregister();
+    metrics.activeStreams.dec({ route: route.path });
+  }
 }
 
-function round(ms: number | undefined): number | undefined {
-  return ms === undefined ? undefined : Math.round(ms * 10) / 10;
+interface ChainOptions {
+  route: ResolvedRoute;
+  adapter: ProviderAdapter;
+  budget: ByteBudget;
+  policy: StreamPolicyFn | undefined;
+  req: Request;
+  streamId: string;
+  usage: TokenUsage;
+  onFirstToken(): void;
 }
 
-import { Flow as FlowClass } from '../flow/flow';
-function mapFlow<A, B>(source: Flow<A>, fn: (a: A) => B): Flow<B> {
-  return new FlowClass<B>((actual, context) =>
-    source.subscribeWith(
-      {
-        onSubscribe: (s) => actual.onSubscribe(s),
-        onNext: (v) => actual.onNext(fn(v)),
-        onError: (e) => actual.onError(e),
-        onComplete: () => actual.onComplete(),
-      },
-      context,
-    ),
+/**
+ * bytes → `sseDecode` → provider adapter → usage/ttft tap → `limitRate` → user policy →
+ * overflow buffer (`terminate` only) → the provider's wire frames.
+ */
+function buildChain(upstream: UpstreamStream, o: ChainOptions): Flow<BridgeElement> {
+  let events: Flow<GatewayEvent> = upstream.body.pipe(
+    sseDecode({ maxEventBytes: o.route.policy.maxEventBytes, maxLineBytes: o.route.policy.maxEventBytes }),
+    adaptProvider(o.adapter),
+    operator<GatewayEvent, GatewayEvent>((actual, context) => new ObserveSubscriber(actual, context, o)),
   );
+  if (o.route.policy.limitRate > 0) events = events.pipe(limitRate<GatewayEvent>(o.route.policy.limitRate));
+  if (o.policy) events = o.policy(events, { streamId: o.streamId, route: o.route, budget: o.budget, req: o.req });
+  if (o.route.policy.overflow === 'terminate') {
+    events = events.pipe(onBackpressureBuffer<GatewayEvent>({ budget: o.budget, overflow: 'terminate', sizeOf: wireBytes }));
+  }
+  return events.pipe(map((e: GatewayEvent): BridgeElement => e.wire));
+}
+
+/** Records the first token's time and the usage the provider reported. */
+class ObserveSubscriber extends OperatorSubscriber<GatewayEvent, GatewayEvent> {
+  private seenToken = false;
+
+  constructor(
+    actual: Subscriber<GatewayEvent>,
+    context: FlowContext,
+    private readonly o: ChainOptions,
+  ) {
+    super(actual, context);
+  }
+
+  onNext(e: GatewayEvent): void {
+    if (e.type === 'delta' && !this.seenToken) {
+      this.seenToken = true;
+      this.o.onFirstToken();
+    }
+    const u = e.type === 'usage' || e.type === 'delta' ? e.usage : undefined;
+    if (u) {
+      if (u.inputTokens !== undefined) this.o.usage.inputTokens = u.inputTokens;
+      if (u.outputTokens !== undefined) this.o.usage.outputTokens = u.outputTokens;
+    }
+    this.actual.onNext(e);
+  }
+}
+
+/** Encoded size of an event's wire frame, bytes (close to what the bridge will write). */
+function wireBytes(e: GatewayEvent): number {
+  const w = e.wire;
+  return Buffer.byteLength(w.data ?? '') + (w.event ? w.event.length + 8 : 0) + (w.id ? Buffer.byteLength(w.id) + 5 : 0) + 8;
+}
+
+function upstreamUrl(route: ResolvedRoute & { url: string }, req: Request): string {
+  if (route.provider !== 'passthrough') return route.url;
+  const q = req.originalUrl.indexOf('?');
+  if (q < 0) return route.url;
+  const url = new URL(route.url);
+  const extra = new URLSearchParams(req.originalUrl.slice(q + 1));
+  for (const [k, v] of extra) url.searchParams.append(k, v);
+  return url.toString();
+}
+
+/** Forwarded client headers (allow-list, hop-by-hop never), then static headers, then the configured credential. */
+function upstreamHeaders(req: Request, route: ResolvedRoute, adapter: ProviderAdapter): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of route.forwardHeaders ?? adapter.defaultForwardHeaders) {
+    if (NEVER_FORWARD.has(name)) continue;
+    const v = req.headers[name];
+    if (typeof v === 'string') out[name] = v;
+    else if (Array.isArray(v)) out[name] = v.join(', ');
+  }
+  if (route.provider !== 'passthrough' && out['content-type'] === undefined) out['content-type'] = 'application/json';
+  if (route.provider === 'anthropic' && out['anthropic-version'] === undefined) out['anthropic-version'] = '2023-06-01';
+  Object.assign(out, lowerKeys(route.headers), adapter.authHeaders(route.apiKey));
+  return out;
+}
+
+function lowerKeys(h: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(h).map(([k, v]) => [k.toLowerCase(), v]));
+}
+
+/** The `outcome` label of one failed upstream attempt. */
+function upstreamOutcome(err: unknown): string {
+  if (err instanceof UpstreamHttpError) return `http_${err.status}`;
+  if (err instanceof TimeoutError) return 'timeout';
+  if (err instanceof UpstreamResetError) return 'reset';
+  if (err instanceof ClientClosedError || err instanceof ShutdownError) return 'aborted';
+  return 'error';
+}
+
+/** The outcome of a stream ended by `err` (before or after headers). */
+function errorOutcome(err: unknown): RelayOutcome {
+  if (err instanceof TimeoutError) return 'timeout';
+  if (err instanceof ShutdownError) return 'shutdown';
+  if (err instanceof BufferOverflowError || codeOf(err) === 'ERR_TIDEGATE_OVERFLOW') return 'overflow';
+  if (err instanceof UpstreamResetError || err instanceof UpstreamTruncatedError) return 'upstream_reset';
+  if (err instanceof UpstreamStreamError || err instanceof UpstreamHttpError || err instanceof SseLimitError) return 'upstream_error';
+  if (err instanceof ClientClosedError) return 'client_closed';
+  return 'upstream_error';
+}
+
+function streamOutcome(result: StreamResult): RelayOutcome {
+  switch (result.outcome) {
+    case 'completed':
+    case 'overflow':
+    case 'stalled':
+    case 'client_closed':
+      return result.outcome;
+    default:
+      return errorOutcome(result.error);
+  }
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) && !Buffer.isBuffer(v);
+}
+
+function round(ms: number): number {
+  return Math.round(ms * 10) / 10;
 }

@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createSimulator, type Simulator } from '../simulator';
-import { createGatewayApp } from './app';
+import { createGatewayApp, type GatewayApp, type GatewayDeps } from './app';
 import type { GatewayConfig } from './config';
 import { createLogger, type Logger } from './logger';
 
@@ -10,12 +10,19 @@ export interface RunningGateway {
   /** `http://host:port` of the gateway. */
   url: string;
   port: number;
-  /** The upstream in use: the configured one, or the embedded simulator's URL. */
+  /** The upstream base in use: the configured one, or the embedded simulator's URL. */
   upstreamUrl: string;
   server: Server;
+  app: GatewayApp;
   /** The embedded simulator, when no upstream URL was configured. */
   simulator?: Simulator;
-  /** Stops accepting, ends streams, stops the embedded simulator. */
+  /**
+   * Graceful stop: stops accepting connections, `/readyz` answers 503, running streams may
+   * finish for `graceMs` (default `config.shutdown.graceMs`), the rest end with
+   * `ERR_TIDEGATE_SHUTDOWN`; then idle connections and the embedded simulator are closed.
+   */
+  shutdown(graceMs?: number): Promise<void>;
+  /** Immediate stop: `shutdown(0)`. */
   close(): Promise<void>;
 }
 
@@ -23,7 +30,7 @@ export interface RunningGateway {
  * Starts the standalone gateway: the embedded simulated upstream when `config.upstream.url` is
  * absent, then the HTTP server on `config.host:config.port` (port 0 = ephemeral).
  */
-export async function startGateway(config: GatewayConfig, options: { logger?: Logger } = {}): Promise<RunningGateway> {
+export async function startGateway(config: GatewayConfig, options: Omit<GatewayDeps, 'upstreamUrl'> & { logger?: Logger } = {}): Promise<RunningGateway> {
   const logger = options.logger ?? createLogger();
   let upstreamUrl = config.upstream.url;
   let simulator: Simulator | undefined;
@@ -33,27 +40,31 @@ export async function startGateway(config: GatewayConfig, options: { logger?: Lo
     upstreamUrl = sim.url;
     logger.info('simulator started', { url: upstreamUrl });
   }
-  const app = createGatewayApp(config, { logger, upstreamUrl });
+  const app = createGatewayApp(config, { ...options, logger, upstreamUrl });
   const server = app.listen(config.port, config.host);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
     server.once('error', reject);
   });
+  // Streams are long; Node's default request timeout (300 s) must not cut them.
+  server.requestTimeout = 0;
   const port = (server.address() as AddressInfo).port;
-  const url = `http://${config.host}:${port}`;
-  logger.info('gateway listening', { url, upstream: config.upstream.url ? 'configured' : 'simulator' });
-  return {
-    url,
-    port,
-    upstreamUrl,
-    server,
-    simulator,
-    async close() {
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
+  const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+  logger.info('gateway listening', { url, upstream: config.upstream.url ? 'configured' : 'simulator', routes: app.gateway.routes.map((r) => `${r.methods.join('|')} ${r.path} (${r.provider})`) });
+  let stopping: Promise<void> | undefined;
+  const shutdown = (graceMs = config.shutdown.graceMs): Promise<void> =>
+    (stopping ??= (async () => {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      await app.gateway.drain(graceMs);
+      // Let the last frames (e.g. ERR_TIDEGATE_SHUTDOWN) flush before connections are cut.
+      const poll = setInterval(() => server.closeIdleConnections(), 25);
+      const flushed = await Promise.race([closed.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 1000))]);
+      clearInterval(poll);
+      if (!flushed) server.closeAllConnections();
+      await closed;
       await simulator?.close();
-    },
-  };
+      logger.info('gateway stopped');
+    })());
+  return { url, port, upstreamUrl, server, app, simulator, shutdown, close: () => shutdown(0) };
 }

@@ -1,0 +1,25 @@
+// Public exports of src/gateway (re-exports only).
+export { createGatewayApp } from './app';
+export type { GatewayApp, GatewayControl, GatewayDeps } from './app';
+export {
+  ConfigError,
+  configSchema,
+  DEFAULT_POLICY,
+  DEFAULT_RETRY,
+  DEFAULT_ROUTES,
+  DEFAULT_TIMEOUTS,
+  ENV_OVERRIDES,
+  loadConfig,
+  parseConfig,
+  readConfigFile,
+  resolveRoutes,
+} from './config';
+export type { GatewayConfig, LoadConfigOptions, ResolvedRoute, RetrySettings, RouteConfig, StreamPolicy, UpstreamTimeouts } from './config';
+export { createLogger } from './logger';
+export type { Logger, LoggerOptions } from './logger';
+export { GatewayMetrics } from './metrics';
+export type { LiveStream } from './metrics';
+export { relay } from './relay';
+export type { PolicyContext, RelayOptions, RelayOutcome, StreamPolicyFn } from './relay';
+export { startGateway } from './server';
+export type { RunningGateway } from './server';

@@ -1,0 +1,93 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** What a live stream reports to the gauges sampled at scrape time. */
+export interface LiveStream {
+  /** Bytes the stream holds now (chain buffers + bridge + socket buffer). */
+  bufferedBytes(): number;
+  /** True while the upstream body is paused because the client has not asked for more. */
+  upstreamPaused(): boolean;
+}
+
+/**
+ * The gateway's Prometheus metrics on their own `Registry` (never the global one, so several
+ * gateways can live in one process). Gauges over live streams are sampled at scrape time.
+ */
+export class GatewayMetrics {
+  readonly registry: Registry;
+  readonly activeStreams: Gauge<'route'>;
+  readonly upstreamRequests: Counter<'route' | 'outcome'>;
+  readonly streams: Counter<'route' | 'outcome'>;
+  readonly overflowTerminations: Counter<'route'>;
+  readonly bytesOut: Counter<'route'>;
+  readonly retries: Counter<'route' | 'reason'>;
+  readonly ttft: Histogram<'route'>;
+  readonly duration: Histogram<'route' | 'outcome'>;
+  private readonly live = new Set<LiveStream>();
+
+  constructor(options: { defaultMetrics?: boolean } = {}) {
+    const registry = (this.registry = new Registry());
+    const live = this.live;
+    this.activeStreams = new Gauge({ name: 'tidegate_active_streams', help: 'Streams being relayed now.', labelNames: ['route'], registers: [registry] });
+    this.upstreamRequests = new Counter({
+      name: 'tidegate_upstream_requests_total',
+      help: 'Upstream requests by outcome: ok (streaming or JSON answer), http_<status>, reset, timeout, aborted.',
+      labelNames: ['route', 'outcome'],
+      registers: [registry],
+    });
+    this.streams = new Counter({
+      name: 'tidegate_streams_total',
+      help: 'Client streams by outcome (completed, upstream_reset, overflow, stalled, client_closed, timeout, upstream_error, shutdown).',
+      labelNames: ['route', 'outcome'],
+      registers: [registry],
+    });
+    this.overflowTerminations = new Counter({
+      name: 'tidegate_overflow_terminations_total',
+      help: 'Streams ended with ERR_TIDEGATE_OVERFLOW because their byte budget was spent.',
+      labelNames: ['route'],
+      registers: [registry],
+    });
+    this.bytesOut = new Counter({ name: 'tidegate_bytes_out_total', help: 'Response body bytes written to clients (bytes).', labelNames: ['route'], registers: [registry] });
+    this.retries = new Counter({ name: 'tidegate_upstream_retries_total', help: 'Upstream attempts retried before anything reached the client.', labelNames: ['route', 'reason'], registers: [registry] });
+    this.ttft = new Histogram({
+      name: 'tidegate_time_to_first_token_seconds',
+      help: 'From request arrival to the first token written to the client (seconds).',
+      labelNames: ['route'],
+      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60],
+      registers: [registry],
+    });
+    this.duration = new Histogram({
+      name: 'tidegate_stream_duration_seconds',
+      help: 'From request arrival to the end of the stream (seconds).',
+      labelNames: ['route', 'outcome'],
+      buckets: [0.1, 0.5, 1, 5, 10, 30, 60, 120, 300, 600],
+      registers: [registry],
+    });
+    new Gauge({
+      name: 'tidegate_buffered_bytes',
+      help: 'Bytes held by live streams: chain buffers, bridge and socket buffers (bytes).',
+      registers: [registry],
+      collect() {
+        let total = 0;
+        for (const s of live) total += s.bufferedBytes();
+        this.set(total);
+      },
+    });
+    new Gauge({
+      name: 'tidegate_upstream_paused_streams',
+      help: 'Live streams whose upstream body is paused because the client is not reading.',
+      registers: [registry],
+      collect() {
+        let n = 0;
+        for (const s of live) if (s.upstreamPaused()) n++;
+        this.set(n);
+      },
+    });
+    if (options.defaultMetrics) collectDefaultMetrics({ register: registry, prefix: 'tidegate_' });
+  }
+
+  /** Registers a live stream for the scrape-time gauges; returns its removal. */
+  track(stream: LiveStream): () => void {
+    this.live.add(stream);
+    return () => this.live.delete(stream);
+  }
+}
