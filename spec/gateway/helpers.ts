@@ -1,0 +1,77 @@
+import Transport from 'winston-transport';
+import { parseConfig } from '../../src/gateway/config';
+import { createLogger } from '../../src/gateway/logger';
+import type { StreamPolicyFn } from '../../src/gateway/relay';
+import { startGateway, type RunningGateway } from '../../src/gateway/server';
+import { createSimulator, type Simulator, type SimulatorOptions } from '../../src/simulator';
+
+/** One captured log entry (winston's info object). */
+export type LogLine = Record<string, unknown>;
+
+/** A winston transport that keeps every entry in memory. */
+export class CaptureTransport extends Transport {
+  readonly lines: LogLine[] = [];
+  override log(info: LogLine, next: () => void): void {
+    this.lines.push(info);
+    next();
+  }
+  /** The per-stream lines. */
+  streams(): LogLine[] {
+    return this.lines.filter((l) => l.message === 'stream');
+  }
+}
+
+/** The x-sim-* headers tests may forward through the gateway. */
+export const SIM_HEADERS = ['x-sim-fault', 'x-sim-fault-after', 'x-sim-ttft-ms', 'x-sim-tokens-per-second', 'x-sim-transcript'];
+
+export interface TestGateway {
+  gateway: RunningGateway;
+  sim: Simulator;
+  logs: CaptureTransport;
+  close(): Promise<void>;
+}
+
+/**
+ * A simulator and a gateway in front of it on 127.0.0.1 ephemeral ports; the OpenAI and
+ * Anthropic routes forward the x-sim-* headers so each test picks its fault per request.
+ */
+export async function startTestGateway(
+  options: { config?: Record<string, unknown>; sim?: SimulatorOptions; policies?: Record<string, StreamPolicyFn>; routes?: unknown[] } = {},
+): Promise<TestGateway> {
+  const sim = createSimulator({ tokensPerSecond: 500, ttftMs: 5, ...options.sim });
+  const { url } = await sim.listen(0, '127.0.0.1');
+  const logs = new CaptureTransport();
+  const config = parseConfig({
+    port: 0,
+    upstream: { url },
+    retry: { baseDelayMs: 10 },
+    routes: options.routes ?? [
+      { path: '/v1/chat/completions', provider: 'openai', forwardHeaders: ['content-type', ...SIM_HEADERS] },
+      { path: '/v1/messages', provider: 'anthropic', forwardHeaders: ['content-type', 'anthropic-version', ...SIM_HEADERS] },
+    ],
+    ...options.config,
+    upstream: { url, ...((options.config?.upstream as object | undefined) ?? {}) },
+  });
+  const gateway = await startGateway(config, { logger: createLogger({ transports: [logs] }), policies: options.policies });
+  return {
+    gateway,
+    sim,
+    logs,
+    async close() {
+      await gateway.close();
+      await sim.close();
+    },
+  };
+}
+
+/** Parses Prometheus text exposition into `name{labels}` → value (a small regex, no prom-client internals). */
+export function parsePrometheus(text: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    if (line === '' || line.startsWith('#')) continue;
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (-?[0-9.eE+-]+|NaN|\+Inf|-Inf)$/.exec(line);
+    if (!m) throw new Error(`not Prometheus text: ${JSON.stringify(line)}`);
+    out.set(`${m[1]}${m[2] ?? ''}`, Number(m[3]));
+  }
+  return out;
+}
