@@ -13,16 +13,16 @@ afterEach(async () => {
 });
 
 /** A server whose only response is handed to `use`; returns the client's body text once it ends. */
-async function withResponse(use: (res: http.ServerResponse) => void): Promise<Promise<string>> {
+async function withResponse(use: (res: http.ServerResponse) => void): Promise<{ body: Promise<string> }> {
   server = await listen((_req, res) => use(res));
-  return fetch(server.url).then((r) => r.text());
+  return { body: fetch(server.url).then((r) => r.text()) };
 }
 
 describe('PacedResponse', () => {
   it('returns false from write() above its 16 KiB high-water mark while the client is stalled', async () => {
     const ready = new Promise<PacedResponse>((resolve) => {
       // afterEach destroys the stalled response: the client then sees a reset, by design.
-      void withResponse((res) => resolve((paced = new PacedResponse(res, 0)))).then((body) => body.catch(() => ''));
+      void withResponse((res) => resolve((paced = new PacedResponse(res, 0)))).then(({ body }) => body.catch(() => ''));
     });
     const p = await ready;
     expect(p.write(Buffer.alloc(10 * 1024))).toBe(true);
@@ -33,7 +33,7 @@ describe('PacedResponse', () => {
   });
 
   it('passes the bytes to the real response in order and ends it', async () => {
-    const body = await withResponse((res) => {
+    const { body } = await withResponse((res) => {
       paced = new PacedResponse(res, 1024 * 1024);
       paced.setHeader('Content-Type', 'text/plain');
       paced.write('one,');
@@ -44,7 +44,7 @@ describe('PacedResponse', () => {
   });
 
   it('ends the real response when abandoned, dropping what the client did not read', async () => {
-    const body = await withResponse((res) => {
+    const { body } = await withResponse((res) => {
       paced = new PacedResponse(res, 0);
       paced.write('never read');
       setTimeout(() => paced?.abandon(), 50);
