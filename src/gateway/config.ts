@@ -73,8 +73,10 @@ const routeSchema = z.object({
   provider: z.enum(['openai', 'anthropic', 'passthrough']),
   /** Methods served; default `POST` for openai/anthropic, `GET` and `POST` for passthrough. */
   methods: z.array(z.enum(['GET', 'POST'])).min(1).optional(),
-  /** Full upstream URL; default: `upstream.url` + `path`. */
+  /** Full upstream URL; default: `upstream.url` + `upstreamPath`. */
   url: z.string().url().optional(),
+  /** Path on `upstream.url` when `url` is not set; default: the route's `path`. */
+  upstreamPath: z.string().startsWith('/', 'must start with /').optional(),
   /** Upstream credential for this route; default `upstream.apiKey`. */
   apiKey: z.string().optional(),
   /** Client request headers forwarded upstream (replaces the provider's default list). */
@@ -182,7 +184,7 @@ export function resolveRoutes(config: GatewayConfig, upstreamBase: string | unde
     path: r.path,
     provider: r.provider,
     methods: r.methods ?? (r.provider === 'passthrough' ? ['GET', 'POST'] : ['POST']),
-    url: r.url ?? (upstreamBase === undefined ? undefined : new URL(r.path.slice(1), upstreamBase.endsWith('/') ? upstreamBase : `${upstreamBase}/`).toString()),
+    url: r.url ?? (upstreamBase === undefined ? undefined : new URL((r.upstreamPath ?? r.path).slice(1), upstreamBase.endsWith('/') ? upstreamBase : `${upstreamBase}/`).toString()),
     apiKey: r.apiKey ?? config.upstream.apiKey,
     forwardHeaders: r.forwardHeaders,
     headers: { ...config.upstream.headers, ...(r.headers ?? {}) },

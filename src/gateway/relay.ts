@@ -207,6 +207,7 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
       bytes: result.bytes,
       peakBufferedBytes: result.peakBufferedBytes,
       errorCode: result.error === undefined ? undefined : codeOf(result.error),
+      timeoutKind: result.error instanceof TimeoutError ? result.error.kind : undefined,
     });
   } catch (err) {
     // Nothing reached the client yet: an HTTP error in the provider's shape.
@@ -222,6 +223,7 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
     finish(clientGone ? 'client_closed' : errorOutcome(err), {
       status: clientGone ? 499 : res.statusCode,
       errorCode: codeOf(err),
+      timeoutKind: err instanceof TimeoutError ? err.kind : undefined,
       upstreamStatus: err instanceof UpstreamHttpError ? err.status : undefined,
     });
   } finally {
