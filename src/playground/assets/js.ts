@@ -242,7 +242,8 @@ export const PLAYGROUND_JS = String.raw`(function () {
     this.stageTable.appendChild(this.stageBody);
     this.stageRows = [];
     this.root.appendChild(this.stageTable);
-    this.received = el('pre', { class: 'received', 'data-received': '' });
+    this.received = el('pre', { class: 'received', 'data-received': '0',
+      text: scenario.consumerBytesPerSec === 0 ? '(nothing: this client reads nothing, so every byte stays in the buffers above)' : '' });
     this.notes = el('ul', { class: 'notes' });
     this.root.appendChild(el('div', { class: 'lower' }, [
       el('div', null, [el('div', { class: 'sub', text: 'received text (what the browser got)' }), this.received]),
