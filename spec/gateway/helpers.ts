@@ -43,7 +43,6 @@ export async function startTestGateway(
   const logs = new CaptureTransport();
   const config = parseConfig({
     port: 0,
-    upstream: { url },
     retry: { baseDelayMs: 10 },
     routes: options.routes ?? [
       { path: '/v1/chat/completions', provider: 'openai', forwardHeaders: ['content-type', ...SIM_HEADERS] },
