@@ -1,0 +1,171 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createGatewayApp } from '../../src/gateway/app';
+import { parseConfig } from '../../src/gateway/config';
+import { createLogger } from '../../src/gateway/logger';
+import { createSimulator, type Simulator } from '../../src/simulator';
+import { listen } from '../helpers/net';
+
+const CLI = path.join(__dirname, '../../dist/gateway/cli.js');
+
+interface Cli {
+  child: ChildProcess;
+  stdout: () => string;
+  stderr: () => string;
+  exit: Promise<number | null>;
+}
+
+function run(args: string[], env: Record<string, string> = {}): Cli {
+  const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, stdout: () => out, stderr: () => err, exit };
+}
+
+async function listening(cli: Cli): Promise<string> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const m = /listening on (http:\/\/\S+)/.exec(cli.stdout());
+    if (m) return m[1];
+    if (Date.now() > deadline || cli.child.exitCode !== null) throw new Error(`no listening line: ${cli.stdout()} ${cli.stderr()}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+const children: ChildProcess[] = [];
+afterEach(() => {
+  for (const c of children.splice(0)) if (c.exitCode === null) c.kill('SIGKILL');
+});
+
+describe('tidegate CLI: graceful shutdown', () => {
+  it('on SIGTERM lets a short stream complete, ends a long one with ERR_TIDEGATE_SHUTDOWN at the deadline, and exits 0', async () => {
+    const cli = run(['--shutdown-grace-ms', '1500', '--heartbeat-ms', '200'], { LOG_LEVEL: 'info' });
+    children.push(cli.child);
+    const url = await listening(cli);
+    const open = (model: string): Promise<string> =>
+      fetch(`${url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model, stream: true, messages: [] }),
+      }).then((r) => r.text());
+    const short = open('sim-basic'); // ~0.9 s at the embedded simulator's pace
+    const long = open('sim-long'); // ~17 s
+    await new Promise((r) => setTimeout(r, 200));
+    cli.child.kill('SIGTERM');
+    const [shortText, longText] = await Promise.all([short, long]);
+    expect(shortText.trimEnd().endsWith('data: [DONE]')).toBe(true);
+    const last = longText.trimEnd().split('\n\n').at(-1) as string;
+    expect(JSON.parse(last.replace(/^data: /, ''))).toMatchObject({ error: { code: 'ERR_TIDEGATE_SHUTDOWN' } });
+    expect(await cli.exit).toBe(0);
+    const lines = cli
+      .stdout()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .filter((l) => l.message === 'stream');
+    expect(lines.map((l) => [l.outcome, l.errorCode ?? null]).sort()).toEqual([
+      ['completed', null],
+      ['shutdown', 'ERR_TIDEGATE_SHUTDOWN'],
+    ]);
+  });
+
+  it('exits 0 at once on SIGTERM when idle', async () => {
+    const cli = run([]);
+    children.push(cli.child);
+    await listening(cli);
+    cli.child.kill('SIGTERM');
+    expect(await cli.exit).toBe(0);
+  });
+});
+
+describe('tidegate CLI: configuration', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(path.join(tmpdir(), 'tidegate-cli-'));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('rejects a bad config file with exit 1 and a message naming the field', async () => {
+    const file = path.join(dir, 'bad.yaml');
+    writeFileSync(file, 'stream:\n  maxBufferedBytes: lots\n');
+    const cli = run(['--config', file]);
+    children.push(cli.child);
+    expect(await cli.exit).toBe(1);
+    expect(cli.stderr()).toContain('stream.maxBufferedBytes');
+    expect(cli.stderr()).toContain(file);
+  });
+
+  it('names an unknown key in a route', async () => {
+    const file = path.join(dir, 'bad.json');
+    writeFileSync(file, JSON.stringify({ routes: [{ path: '/x', provider: 'passthrough', url: 'http://127.0.0.1:9/x', overflw: 'pause' }] }));
+    const cli = run(['--config', file]);
+    children.push(cli.child);
+    expect(await cli.exit).toBe(1);
+    expect(cli.stderr()).toMatch(/routes\.0\.overflw/);
+  });
+
+  it('rejects a bad flag value naming the field', async () => {
+    const cli = run(['--overflow', 'explode']);
+    children.push(cli.child);
+    expect(await cli.exit).toBe(1);
+    expect(cli.stderr()).toContain('stream.overflow');
+  });
+
+  it('serves --passthrough /path=URL for GET from a config-less start', async () => {
+    const sim = createSimulator({ tokensPerSecond: 1000, ttftMs: 1 });
+    const { url: simUrl } = await sim.listen(0, '127.0.0.1');
+    try {
+      const cli = run(['--passthrough', `/events=${simUrl}/v1/chat/completions`], { UPSTREAM_URL: simUrl });
+      children.push(cli.child);
+      const url = await listening(cli);
+      // The simulator streams only on POST; a GET must still reach it (with its query string).
+      const seen: string[] = [];
+      sim.server.once('request', (req) => seen.push(`${req.method} ${req.url}`));
+      await (await fetch(`${url}/events?topic=a`)).text();
+      expect(seen).toEqual(['GET /v1/chat/completions?topic=a']);
+      const post = await fetch(`${url}/events`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'sim-basic', stream: true, messages: [] }),
+      });
+      expect(post.headers.get('content-type')).toMatch(/^text\/event-stream/);
+      expect((await post.text()).trimEnd().endsWith('data: [DONE]')).toBe(true);
+      cli.child.kill('SIGTERM');
+      expect(await cli.exit).toBe(0);
+    } finally {
+      await sim.close();
+    }
+  });
+});
+
+describe('gateway readiness while draining', () => {
+  let sim: Simulator;
+  afterEach(() => sim.close());
+
+  it('answers /readyz 503 and refuses new streams once draining started', async () => {
+    sim = createSimulator({ tokensPerSecond: 1000, ttftMs: 1 });
+    const { url } = await sim.listen(0, '127.0.0.1');
+    const app = createGatewayApp(parseConfig({ upstream: { url } }), { logger: createLogger({ silent: true }) });
+    const server = await listen(app);
+    try {
+      expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
+      await app.gateway.drain(100);
+      expect((await fetch(`${server.url}/readyz`)).status).toBe(503);
+      expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
+      const res = await fetch(`${server.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'sim', stream: true, messages: [] }),
+      });
+      expect(res.status).toBe(503);
+      expect(await res.json()).toMatchObject({ error: { code: 'ERR_TIDEGATE_SHUTDOWN' } });
+    } finally {
+      await server.close();
+    }
+  });
+});
