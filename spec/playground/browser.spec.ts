@@ -1,3 +1,4 @@
+import os from 'node:os';
 import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
@@ -14,7 +15,12 @@ const ARGS = [
   '--disable-component-update',
   '--disable-sync',
 ];
-const SCREENSHOT = path.join(__dirname, '..', '..', 'docs', 'img', 'playground.png');
+// The README's screenshot is refreshed only on request (TIDEGATE_UPDATE_SCREENSHOT=1), so a test
+// run leaves the working tree clean; otherwise the picture goes to the temp folder.
+const SCREENSHOT =
+  process.env.TIDEGATE_UPDATE_SCREENSHOT === '1'
+    ? path.join(__dirname, '..', '..', 'docs', 'img', 'playground.png')
+    : path.join(os.tmpdir(), `tidegate-playground-${process.pid}.png`);
 const skip = process.env.TIDEGATE_SKIP_BROWSER === '1';
 
 (skip ? describe.skip : describe)('playground in headless Chromium', () => {
