@@ -10,12 +10,13 @@ import { map } from '../flow/operators/map';
 import { onBackpressureBuffer } from '../flow/operators/on-backpressure-buffer';
 import { OperatorSubscriber, operator } from '../flow/operators/operator-subscriber';
 import type { FlowContext, Subscriber } from '../flow/types';
-import { sseDecode } from '../sse';
+import { sseDecode, type SseEvent } from '../sse';
 import { UpstreamHttpError, UpstreamResetError, UpstreamStreamError, UpstreamTruncatedError } from '../upstream/errors';
 import { adaptProvider } from '../upstream/providers/adapt';
 import { codeOf } from '../upstream/providers/errors-http';
 import type { GatewayEvent, ProviderAdapter, TokenUsage } from '../upstream/providers/types';
-import { fetchUpstream, openUpstreamStream, type UpstreamRequest, type UpstreamStream } from '../upstream/request';
+import { fetchUpstream, openUpstreamStream, type UpstreamRequest } from '../upstream/request';
+import { openResumableStream } from '../upstream/resumable';
 import { withRetries } from '../upstream/retry';
 import type { ResolvedRoute } from './config';
 import type { Logger } from './logger';
@@ -166,22 +167,53 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
       return;
     }
 
-    // Only this call is retried: it ends at the upstream's status line, before the client saw a byte.
-    const upstream = await withRetries(() => attempt(() => openUpstreamStream(upstreamRequest)), route.retry, retryOptions);
-    // TODO(resumable): routes with `resumable: true` should read the upstream through
-    // connectSse (src/client) so a dropped upstream is resumed with Last-Event-ID; until the SSE
-    // client lands they are relayed like any passthrough route.
     const budget = new ByteBudget(route.policy.maxBufferedBytes);
-    const flow = buildChain(upstream, { route, adapter, budget, policy: options.policy, req, streamId, usage, onFirstToken: () => {
-      if (ttftMs === undefined) {
-        ttftMs = elapsed();
-        metrics.ttft.observe({ route: route.path }, ttftMs / 1000);
-      }
-    } });
-    const body$ = upstream.response.body as unknown as Readable;
+    let decoded: Flow<SseEvent>;
+    let body$: Readable | undefined;
+    if (route.resumable && route.provider === 'passthrough') {
+      // Resumable routes read the upstream through connectSse: a dropped upstream is reconnected
+      // with Last-Event-ID (its own backoff), so these may reconnect after the first byte.
+      attempts++;
+      decoded = await openResumableStream({
+        url: upstreamRequest.url,
+        method: upstreamRequest.method ?? 'GET',
+        headers: withoutLastEventId(upstreamRequest.headers ?? {}), // connectSse sends it, updated on each reconnect
+        body: upstreamRequest.body,
+        signal: upstreamAbort.signal,
+        lastEventId: String(req.headers['last-event-id'] ?? ''),
+        maxAttempts: route.retry.maxAttempts,
+        idleTimeoutMs: route.timeouts.idleMs,
+        maxEventBytes: route.policy.maxEventBytes,
+        isTerminal: route.terminator ? (e) => (route.terminator?.event ?? e.type) === e.type && (route.terminator?.data ?? e.data) === e.data : undefined,
+      }).catch((err: unknown) => {
+        metrics.upstreamRequests.inc({ route: route.path, outcome: upstreamOutcome(err) });
+        throw err;
+      });
+      metrics.upstreamRequests.inc({ route: route.path, outcome: 'ok' });
+    } else {
+      // Only this call is retried: it ends at the upstream's status line, before the client saw a byte.
+      const upstream = await withRetries(() => attempt(() => openUpstreamStream(upstreamRequest)), route.retry, retryOptions);
+      decoded = upstream.body.pipe(sseDecode({ maxEventBytes: route.policy.maxEventBytes, maxLineBytes: route.policy.maxEventBytes }));
+      body$ = upstream.response.body as unknown as Readable;
+    }
+    const flow = buildChain(decoded, {
+      route,
+      adapter,
+      budget,
+      policy: options.policy,
+      req,
+      streamId,
+      usage,
+      onFirstToken: () => {
+        if (ttftMs === undefined) {
+          ttftMs = elapsed();
+          metrics.ttft.observe({ route: route.path }, ttftMs / 1000);
+        }
+      },
+    });
     const untrack = metrics.track({
       bufferedBytes: () => budget.used,
-      upstreamPaused: () => body$.isPaused() && body$.readableLength > 0 && !body$.readableEnded,
+      upstreamPaused: () => body$ !== undefined && body$.isPaused() && body$.readableLength > 0 && !body$.readableEnded,
     });
     const handle = sendFlow(res, flow, {
       prefetch: route.policy.prefetch,
@@ -247,12 +279,11 @@ interface ChainOptions {
 }
 
 /**
- * bytes → `sseDecode` → provider adapter → usage/ttft tap → `limitRate` → user policy →
+ * (bytes → `sseDecode`, or connectSse) → provider adapter → usage/ttft tap → `limitRate` → user policy →
  * overflow buffer (`terminate` only) → the provider's wire frames.
  */
-function buildChain(upstream: UpstreamStream, o: ChainOptions): Flow<BridgeElement> {
-  let events: Flow<GatewayEvent> = upstream.body.pipe(
-    sseDecode({ maxEventBytes: o.route.policy.maxEventBytes, maxLineBytes: o.route.policy.maxEventBytes }),
+function buildChain(decoded: Flow<SseEvent>, o: ChainOptions): Flow<BridgeElement> {
+  let events: Flow<GatewayEvent> = decoded.pipe(
     adaptProvider(o.adapter),
     operator<GatewayEvent, GatewayEvent>((actual, context) => new ObserveSubscriber(actual, context, o)),
   );
@@ -319,6 +350,11 @@ function upstreamHeaders(req: Request, route: ResolvedRoute, adapter: ProviderAd
   if (route.provider === 'anthropic' && out['anthropic-version'] === undefined) out['anthropic-version'] = '2023-06-01';
   Object.assign(out, lowerKeys(route.headers), adapter.authHeaders(route.apiKey));
   return out;
+}
+
+function withoutLastEventId(h: Record<string, string>): Record<string, string> {
+  const { 'last-event-id': _omit, ...rest } = h;
+  return rest;
 }
 
 function lowerKeys(h: Record<string, string>): Record<string, string> {

@@ -1,0 +1,49 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { parseConfig } from '../../src/gateway/config';
+import { createLogger } from '../../src/gateway/logger';
+import { startGateway, type RunningGateway } from '../../src/gateway/server';
+import { CaptureTransport } from './helpers';
+
+describe('gateway resumable passthrough route', () => {
+  let upstream: http.Server;
+  let gw: RunningGateway;
+  const seenLastEventIds: string[] = [];
+  const logs = new CaptureTransport();
+
+  beforeAll(async () => {
+    let n = 0;
+    upstream = http.createServer((req, res) => {
+      seenLastEventIds.push(String(req.headers['last-event-id'] ?? ''));
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      if (n++ === 0) {
+        res.write('retry: 10\nid: 1\ndata: one\n\nid: 2\ndata: two\n\n');
+        setTimeout(() => res.socket?.destroy(), 30); // drop mid-stream
+      } else {
+        res.end('id: 3\ndata: three\n\ndata: [DONE]\n\n');
+      }
+    });
+    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/events`;
+    const config = parseConfig({
+      port: 0,
+      upstream: { url: 'http://127.0.0.1:1' },
+      routes: [{ path: '/events', provider: 'passthrough', url, resumable: true, terminator: { data: '[DONE]' } }],
+    });
+    gw = await startGateway(config, { logger: createLogger({ transports: [logs] }) });
+  });
+  afterAll(async () => {
+    await gw.close();
+    upstream.closeAllConnections();
+    await new Promise<void>((r) => upstream.close(() => r()));
+  });
+
+  it('reconnects a dropped upstream with Last-Event-ID and relays one seamless stream', async () => {
+    const res = await fetch(`${gw.url}/events`, { headers: { 'last-event-id': '0' } });
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    expect(text).toBe('id: 1\ndata: one\n\nid: 2\ndata: two\n\nid: 3\ndata: three\n\ndata: [DONE]\n\n');
+    expect(seenLastEventIds).toEqual(['0', '2']);
+    expect(logs.streams().at(-1)).toMatchObject({ outcome: 'completed' });
+  });
+});

@@ -1,0 +1,100 @@
+import { connectSse } from '../client';
+import { SseConnectionError, SseHttpError } from '../errors';
+import { Flow } from '../flow/flow';
+import type { Subscriber, Subscription } from '../flow/types';
+import type { SseEvent } from '../sse';
+import { UpstreamHttpError, UpstreamResetError } from './errors';
+
+/** Options of {@link openResumableStream}: the upstream call, plus the reconnection budget. */
+export interface ResumableRequest {
+  url: string;
+  method: 'GET' | 'POST';
+  headers: Record<string, string>;
+  body?: string | Buffer;
+  signal: AbortSignal;
+  /** The client's `Last-Event-ID`, sent on the first upstream request. */
+  lastEventId: string;
+  /** Failed connections in a row before giving up. */
+  maxAttempts: number;
+  /** Reconnect when the upstream sent nothing for this long, ms (0: never). */
+  idleTimeoutMs: number;
+  maxEventBytes: number;
+  /** The event that ends the stream (no reconnect after it). */
+  isTerminal?: (event: SseEvent) => boolean;
+}
+
+/**
+ * Opens a resumable upstream event stream with `connectSse` (reconnect with `Last-Event-ID`)
+ * and resolves once its first connection answered a streaming 2xx, so the gateway still commits
+ * headers only after the upstream did. The returned Flow may be subscribed once; nothing is read
+ * before it is subscribed and asks.
+ *
+ * Errors (rejection): {@link UpstreamHttpError} for an HTTP error before the first connection
+ * opened, {@link UpstreamResetError} when it could not connect, the signal's reason.
+ */
+export function openResumableStream(request: ResumableRequest): Promise<Flow<SseEvent>> {
+  return new Promise((resolve, reject) => {
+    const handoff = new Handoff();
+    const body = request.body === undefined ? undefined : typeof request.body === 'string' ? request.body : new Uint8Array(request.body);
+    const flow = connectSse(request.url, {
+      method: request.method,
+      headers: request.headers,
+      body,
+      signal: request.signal,
+      lastEventId: request.lastEventId,
+      maxAttempts: request.maxAttempts,
+      idleTimeoutMs: request.idleTimeoutMs > 0 ? request.idleTimeoutMs : undefined,
+      maxEventBytes: request.maxEventBytes,
+      isTerminal: request.isTerminal,
+      onOpen: () => {
+        handoff.onEarlyError = undefined; // from now on errors go to the subscriber of the flow
+        resolve(handoff.flow);
+      },
+    });
+    handoff.onEarlyError = (err) => reject(mapError(err));
+    flow.subscribeWith(handoff);
+  });
+}
+
+function mapError(err: unknown): unknown {
+  if (err instanceof SseHttpError) return new UpstreamHttpError(err.status, err.body, err.contentType, err.retryAfterMs);
+  if (err instanceof SseConnectionError) return new UpstreamResetError(err.message, { cause: err });
+  return err;
+}
+
+/**
+ * Subscribes early (requesting nothing) and hands the subscription to the one subscriber of
+ * `flow`; a terminal signal that arrives before the handoff is replayed to it.
+ */
+class Handoff implements Subscriber<SseEvent> {
+  onEarlyError: ((err: unknown) => void) | undefined;
+  private upstream: Subscription | undefined;
+  private actual: Subscriber<SseEvent> | undefined;
+  private terminal: { error?: unknown; complete?: true } | undefined;
+  readonly flow = new Flow<SseEvent>((actual) => {
+    if (this.actual !== undefined) throw new Error('a resumable upstream stream may be subscribed once');
+    this.actual = actual;
+    this.onEarlyError = undefined;
+    actual.onSubscribe({ request: (n) => this.upstream?.request(n), cancel: () => this.upstream?.cancel() });
+    const t = this.terminal;
+    if (t?.complete) actual.onComplete();
+    else if (t) actual.onError(t.error);
+  });
+
+  onSubscribe(s: Subscription): void {
+    this.upstream = s;
+  }
+  onNext(value: SseEvent): void {
+    this.actual?.onNext(value);
+  }
+  onError(error: unknown): void {
+    if (this.actual) return this.actual.onError(mapError(error));
+    if (this.onEarlyError) return this.onEarlyError(error);
+    this.terminal = { error: mapError(error) };
+  }
+  onComplete(): void {
+    if (this.actual) return this.actual.onComplete();
+    this.terminal = { complete: true };
+    this.onEarlyError?.(new UpstreamResetError('upstream ended before it opened a stream'));
+  }
+}
