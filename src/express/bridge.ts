@@ -87,7 +87,9 @@ const DEFAULT_PREFETCH = 16;
 const DEFAULT_MAX_BUFFERED_BYTES = 256 * 1024;
 const DEFAULT_STALL_TIMEOUT_MS = 30_000;
 const DEFAULT_HEARTBEAT_MS = 15_000;
-const PING = Buffer.from(': ping\n\n');
+const PING = ': ping\n\n';
+/** Stop requesting while this many bytes wait for the end-of-tick flush (Node's default socket highWaterMark). */
+const BATCH_HIGH_WATER_BYTES = 16 * 1024;
 
 /**
  * Streams a Flow to an HTTP response as Server-Sent Events with real backpressure: it requests a
@@ -121,10 +123,15 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
   private readonly prefetch: number;
   private readonly lowTide: number;
   private outstanding = 0;
-  private readonly held = new ArrayQueue<Buffer>();
+  /** Elements that arrived while the socket was full: at most one requested batch. */
+  private readonly held = new ArrayQueue<Chunk>();
   private heldBytes = 0;
+  /** Chunks written this tick, sent as one `res.write()` at the end of the tick. */
+  private batch: Chunk[] = [];
+  private batchBytes = 0;
+  private batchHasBuffer = false;
+  private flushScheduled = false;
   private socketFull = false;
-  private corked = false;
   private events = 0;
   private bytes = 0;
   private readonly startedAt = performance.now();
@@ -144,7 +151,7 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
     this.prefetch = Math.max(1, options.prefetch ?? DEFAULT_PREFETCH);
     this.lowTide = Math.max(1, this.prefetch >> 1);
     this.budget = options.budget ?? new ByteBudget(options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES);
-    this.budget.attachExternal(() => this.heldBytes + res.writableLength);
+    this.budget.attachExternal(() => this.heldBytes + this.batchBytes + res.writableLength);
   }
 
   start(flow: Flow<BridgeElement>): void {
@@ -177,19 +184,20 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
       this.ttftMs = performance.now() - this.startedAt;
       this.options.onFirstElement?.();
     }
-    const bytes = toBytes(element);
+    const chunk = toChunk(element);
+    const size = chunkSize(chunk);
     // Count the element before holding it: one large element can never overshoot the budget.
-    if (this.budget.used + bytes.length > this.budget.maxBytes) {
+    if (this.budget.used + size > this.budget.maxBytes) {
       return this.finish('overflow', new TidegateError('ERR_TIDEGATE_OVERFLOW', `stream byte budget of ${this.budget.maxBytes} bytes exceeded`));
     }
     this.events++;
     if (this.socketFull) {
-      this.held.push(bytes);
-      this.heldBytes += bytes.length;
+      this.held.push(chunk);
+      this.heldBytes += size;
       this.budget.observe();
       return;
     }
-    this.write(bytes);
+    this.write(chunk, size);
     this.request();
   }
 
@@ -220,12 +228,13 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
     if (this.finished) return;
     this.socketFull = false;
     this.clearStall();
-    while (this.held.length > 0 && !this.socketFull) {
-      const bytes = this.held.shift() as Buffer;
-      this.heldBytes -= bytes.length;
-      this.write(bytes);
+    while (this.held.length > 0) {
+      const chunk = this.held.shift() as Chunk;
+      const size = chunkSize(chunk);
+      this.heldBytes -= size;
+      this.write(chunk, size);
     }
-    this.request();
+    this.flush();
   };
 
   private readonly onClose = (): void => {
@@ -245,7 +254,7 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
     if (this.finished) return;
     const heartbeatMs = this.options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
     const idleMs = Date.now() - this.lastWriteAt;
-    if (idleMs >= heartbeatMs && !this.socketFull) this.write(PING);
+    if (idleMs >= heartbeatMs && !this.socketFull) this.write(PING, PING.length);
     this.armHeartbeat(Math.max(1, heartbeatMs - (Date.now() - this.lastWriteAt)));
   };
 
@@ -292,39 +301,61 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
     for (const [name, value] of Object.entries(options.headers ?? {})) res.setHeader(name, value);
     res.flushHeaders();
     res.socket?.setNoDelay(true);
-    if (options.retryMs !== undefined) this.write(Buffer.from(encodeSse({ retry: options.retryMs })));
+    if (options.retryMs !== undefined) {
+      const hint = encodeSse({ retry: options.retryMs });
+      this.write(hint, hint.length);
+    }
     const heartbeatMs = options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
     if (heartbeatMs > 0) this.armHeartbeat(heartbeatMs);
   }
 
   private request(): void {
     if (this.finished || this.socketFull || this.upstream === undefined || this.upstreamDone) return;
+    if (this.batchBytes >= BATCH_HIGH_WATER_BYTES) return; // the end-of-tick flush asks again
     if (this.outstanding > this.prefetch - this.lowTide) return;
     const n = this.prefetch - this.outstanding;
     this.outstanding += n;
     this.upstream.request(n);
   }
 
-  private write(bytes: Uint8Array): void {
-    const { res } = this;
-    if (!this.corked) {
-      // Everything written in this tick leaves in one writev.
-      this.corked = true;
-      res.cork();
-      process.nextTick(this.uncork);
-    }
-    this.bytes += bytes.length;
+  /**
+   * Queues a chunk for the end-of-tick flush: everything ready in one tick leaves in a single
+   * `res.write()` (one HTTP chunk, one syscall), instead of one per token.
+   */
+  private write(chunk: Chunk, size: number): void {
+    this.batch.push(chunk);
+    this.batchBytes += size;
+    if (typeof chunk !== 'string') this.batchHasBuffer = true;
+    this.bytes += size;
     this.lastWriteAt = Date.now();
-    if (!res.write(bytes)) {
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      process.nextTick(this.flush);
+    }
+  }
+
+  /** Removes and returns the batch as one string or Buffer (`undefined` when empty). */
+  private takeBatch(): Chunk | undefined {
+    const { batch } = this;
+    if (batch.length === 0) return undefined;
+    const out = batch.length === 1 ? batch[0] : this.batchHasBuffer ? Buffer.concat(batch.map(toBuffer)) : batch.join('');
+    this.batch = [];
+    this.batchBytes = 0;
+    this.batchHasBuffer = false;
+    return out;
+  }
+
+  private readonly flush = (): void => {
+    this.flushScheduled = false;
+    if (this.finished) return;
+    const chunk = this.takeBatch();
+    if (chunk === undefined) return this.request();
+    if (!this.res.write(chunk)) {
       this.socketFull = true;
       this.armStall();
     }
     this.budget.observe();
-  }
-
-  private readonly uncork = (): void => {
-    this.corked = false;
-    this.res.uncork();
+    this.request();
   };
 
   private armHeartbeat(ms: number): void {
@@ -364,6 +395,10 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
     options.signal?.removeEventListener('abort', this.onAbort);
     this.held.clear();
     this.heldBytes = 0;
+    // What was written this tick still goes out before a clean or error end; not to a gone peer.
+    const pending = outcome === 'client_closed' || outcome === 'stalled' ? undefined : this.takeBatch();
+    this.batch = [];
+    this.batchBytes = 0;
 
     if (outcome === 'client_closed') {
       res.off('error', this.onResError);
@@ -375,14 +410,13 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
       res.off('error', this.onResError);
       if (outcome === 'completed') {
         this.commit();
-        this.endWith(options.terminalEvent);
+        this.endWith(pending, options.terminalEvent);
       } else (options.sendHttpError ?? sendHttpError)(res, error);
     } else {
       // Keep an 'error' listener: a peer reset during the last write must not crash the process.
       const tail = outcome === 'completed' ? options.terminalEvent : (options.formatError ?? formatError)(error);
-      this.endWith(tail);
+      this.endWith(pending, tail);
     }
-    if (this.corked) this.uncork();
     const result: StreamResult = {
       outcome,
       error,
@@ -396,21 +430,32 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
     options.onFinish?.(result);
   }
 
-  private endWith(tail: BridgeElement | undefined): void {
+  private endWith(pending: Chunk | undefined, tail: BridgeElement | undefined): void {
     if (this.res.writableEnded || this.res.destroyed) return;
-    if (tail !== undefined) {
-      const bytes = toBytes(tail);
-      this.bytes += bytes.length;
-      this.res.end(bytes);
-    } else this.res.end();
+    const last = tail === undefined ? undefined : toChunk(tail);
+    if (last !== undefined) this.bytes += chunkSize(last);
+    if (pending !== undefined && last !== undefined) this.res.end(Buffer.concat([toBuffer(pending), toBuffer(last)]));
+    else if (pending !== undefined || last !== undefined) this.res.end((pending ?? last) as Chunk);
+    else this.res.end();
   }
 }
 
-function toBytes(element: BridgeElement): Buffer {
+/** Encoded SSE text (a string, as `encodeSse` returns it) or bytes already encoded. */
+type Chunk = string | Buffer;
+
+function toChunk(element: BridgeElement): Chunk {
   if (element instanceof Uint8Array) {
     return Buffer.isBuffer(element) ? element : Buffer.from(element.buffer, element.byteOffset, element.byteLength);
   }
-  return Buffer.from(encodeSse(element), 'utf8');
+  return encodeSse(element);
+}
+
+function chunkSize(chunk: Chunk): number {
+  return typeof chunk === 'string' ? Buffer.byteLength(chunk, 'utf8') : chunk.length;
+}
+
+function toBuffer(chunk: Chunk): Buffer {
+  return typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk;
 }
 
 /** The JSON body of an error: `{ code, message }`, with `ERR_TIDEGATE_INTERNAL` for foreign errors. */
