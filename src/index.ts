@@ -9,3 +9,7 @@ export * from './flow';
 export * from './sse';
 export * from './express';
 export * from './client';
+export * from './upstream';
+export * from './gateway';
+export * from './simulator';
+export * from './playground';

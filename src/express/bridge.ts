@@ -297,7 +297,8 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
     res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
     res.setHeader('Cache-Control', 'no-cache, no-transform');
     res.setHeader('X-Accel-Buffering', 'no');
-    if (res.req?.httpVersionMajor === 1) res.setHeader('Connection', 'keep-alive');
+    // Only where the client keeps the connection: a request with `Connection: close` must be honoured.
+    if (res.req?.httpVersionMajor === 1 && res.shouldKeepAlive) res.setHeader('Connection', 'keep-alive');
     for (const [name, value] of Object.entries(options.headers ?? {})) res.setHeader(name, value);
     res.flushHeaders();
     res.socket?.setNoDelay(true);

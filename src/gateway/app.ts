@@ -1,3 +1,4 @@
+import { playgroundRouter } from '../playground';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import { ShutdownError } from '../errors';
 import { anthropicAdapter } from '../upstream/providers/anthropic';
@@ -69,6 +70,8 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
   app.get('/readyz', (_req, res) => {
     res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'shutting_down', activeStreams: active });
   });
+  const playground = config.playground.enabled ? playgroundRouter() : undefined;
+  if (playground) app.use('/playground', playground);
   if (config.metrics.enabled) {
     app.get(config.metrics.path, (_req, res, next) => {
       metrics.registry
@@ -128,6 +131,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
     },
     async drain(graceMs: number) {
       ready = false;
+      playground?.close();
       logger.info('draining', { activeStreams: active, graceMs });
       const allDone = new Promise<void>((resolve) => (active === 0 ? resolve() : idle.push(resolve)));
       let timer: NodeJS.Timeout | undefined;

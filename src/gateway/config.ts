@@ -123,6 +123,13 @@ export const configSchema = z
       })
       .strict()
       .prefault({}),
+    playground: z
+      .object({
+        /** Serve the live backpressure playground at `/playground`. */
+        enabled: z.boolean().default(true),
+      })
+      .strict()
+      .prefault({}),
     metrics: z
       .object({
         enabled: z.boolean().default(true),

@@ -372,6 +372,7 @@ function overflowMessage<T>(config: BufferConfig<T>, size: number): string {
   const bounds = [
     config.maxItems !== Infinity ? `maxItems ${config.maxItems}` : undefined,
     config.maxBytes !== Infinity ? `maxBytes ${config.maxBytes}` : undefined,
+    config.budget !== undefined ? `stream budget ${config.budget.maxBytes} bytes` : undefined,
   ].filter((b) => b !== undefined);
   return `onBackpressureBuffer: the consumer is slower than the producer and the buffer is full (${bounds.join(', ')})`;
 }
