@@ -1,6 +1,6 @@
 import { Observable, type OperatorFunction, type Subscriber as RxSubscriber, type TeardownLogic } from 'rxjs';
 import { addDemand, isValidRequest, normalizeRequest, rule39Error } from './demand';
-import { EMPTY_CONTEXT, reportUnhandled } from './discard';
+import { EMPTY_CONTEXT, reportDropped, reportUnhandled } from './discard';
 import type { FlowContext, FlowObserver, FlowSubscription, Publisher, Subscriber, Subscription } from './types';
 import { liftRx } from './lift-rx';
 
@@ -149,7 +149,10 @@ function applyOperator(source: Flow<unknown>, op: FlowPipeable<unknown, unknown>
 
 /**
  * The public boundary: validates requests (rule 3.9), defers requests made before the upstream
- * subscription arrives, and drops signals after cancel. Mirrors Reactor's `StrictSubscriber`.
+ * subscription arrives, and drops signals after cancel. Mirrors Reactor's `StrictSubscriber`;
+ * like Reactor's `LambdaSubscriber`, an observer's `onSubscribe` or `next` that throws cancels
+ * the upstream and signals the exception to `error` (rule 2.13: a Subscriber returns normally),
+ * so a throwing callback never unwinds into, or wedges, a source's emission loop.
  */
 class StrictSubscriber<T> implements Subscriber<T>, FlowSubscription {
   private upstream: Subscription | undefined;
@@ -165,7 +168,12 @@ class StrictSubscriber<T> implements Subscriber<T>, FlowSubscription {
       return;
     }
     this.upstream = s;
-    this.observer.onSubscribe?.(this);
+    try {
+      this.observer.onSubscribe?.(this);
+    } catch (err) {
+      this.failFromCallback(err);
+      return;
+    }
     if (this.deferred > 0 && !this.cancelled) {
       const n = this.deferred;
       this.deferred = 0;
@@ -194,7 +202,19 @@ class StrictSubscriber<T> implements Subscriber<T>, FlowSubscription {
 
   onNext(value: T): void {
     if (this.cancelled || this.done) return;
-    this.observer.next?.(value);
+    try {
+      this.observer.next?.(value);
+    } catch (err) {
+      this.failFromCallback(err);
+    }
+  }
+
+  /** An observer callback threw: cancel upstream, then signal the exception once. */
+  private failFromCallback(err: unknown): void {
+    if (this.done || this.cancelled) return reportDropped(err);
+    this.done = true;
+    this.cancel();
+    this.deliverError(err);
   }
 
   onError(error: unknown): void {
@@ -206,11 +226,19 @@ class StrictSubscriber<T> implements Subscriber<T>, FlowSubscription {
   onComplete(): void {
     if (this.cancelled || this.done) return;
     this.done = true;
-    this.observer.complete?.();
+    try {
+      this.observer.complete?.();
+    } catch (err) {
+      reportUnhandled(err); // the source already terminated: it must still run its teardown
+    }
   }
 
   private deliverError(error: unknown): void {
-    if (this.observer.error) this.observer.error(error);
-    else reportUnhandled(error);
+    if (!this.observer.error) return reportUnhandled(error);
+    try {
+      this.observer.error(error);
+    } catch (err) {
+      reportUnhandled(err); // as RxJS reports a throwing error handler
+    }
   }
 }
