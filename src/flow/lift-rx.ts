@@ -1,4 +1,5 @@
 import { Subject, type OperatorFunction, type Subscription as RxSubscription } from 'rxjs';
+import { addDemand } from './demand';
 import { Flow } from './flow';
 import type { Subscriber, Subscription } from './types';
 
@@ -19,6 +20,9 @@ class LiftRxSubscriber<A, B> implements Subscriber<A>, Subscription {
   private requested = 0;
   private produced = 0;
   private done = false;
+  /** Demand requested before the operator subscribed to `input`: sent upstream once it has. */
+  private deferred = 0;
+  private ready = false;
 
   constructor(
     private readonly actual: Subscriber<B>,
@@ -34,12 +38,19 @@ class LiftRxSubscriber<A, B> implements Subscriber<A>, Subscription {
       error: (e) => this.terminate(e, true),
       complete: () => this.terminate(undefined, false),
     });
+    // A request made inside the downstream onSubscribe waits until here: a synchronous source
+    // would otherwise emit into the Subject before the operator listens, losing every element.
+    this.ready = true;
+    const n = this.deferred;
+    this.deferred = 0;
+    if (n > 0 && !this.done) this.upstream.request(n);
   }
 
   request(n: number): void {
     if (this.done) return;
-    this.requested = this.requested + n;
-    this.upstream?.request(n);
+    this.requested = addDemand(this.requested, n);
+    if (this.ready) this.upstream?.request(n);
+    else this.deferred = addDemand(this.deferred, n);
   }
 
   cancel(): void {
