@@ -26,7 +26,11 @@ export interface FlowSink<T> {
   readonly isCancelled: boolean;
   /** Called with every `request(n)`; called at once with the demand accumulated so far, if any. */
   onRequest(callback: (n: number) => void): FlowSink<T>;
-  /** Called once when the subscriber cancels. */
+  /**
+   * Called once when the subscriber cancels; called at once when it already has (a subscriber
+   * may cancel inside `onSubscribe`, before the emitter registers this), as Reactor's
+   * `FluxSink#onCancel` disposes at once on a cancelled sink.
+   */
   onCancel(callback: () => void): FlowSink<T>;
   /** Called once after cancel or a terminal signal: release resources here. */
   onDispose(callback: () => void): FlowSink<T>;
@@ -148,6 +152,10 @@ class CreateSink<T> implements FlowSink<T>, Subscription {
   }
 
   onCancel(callback: () => void): FlowSink<T> {
+    if (this.cancelled) {
+      callback();
+      return this;
+    }
     this.cancelCallback = callback;
     return this;
   }
