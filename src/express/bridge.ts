@@ -87,7 +87,7 @@ const DEFAULT_PREFETCH = 16;
 const DEFAULT_MAX_BUFFERED_BYTES = 256 * 1024;
 const DEFAULT_STALL_TIMEOUT_MS = 30_000;
 const DEFAULT_HEARTBEAT_MS = 15_000;
-const PING = ': ping\n\n';
+const PING = Buffer.from(': ping\n\n');
 /** Stop requesting while this many bytes wait for the end-of-tick flush (Node's default socket highWaterMark). */
 const BATCH_HIGH_WATER_BYTES = 16 * 1024;
 
@@ -129,7 +129,6 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
   /** Chunks written this tick, sent as one `res.write()` at the end of the tick. */
   private batch: Chunk[] = [];
   private batchBytes = 0;
-  private batchHasBuffer = false;
   private flushScheduled = false;
   private socketFull = false;
   private events = 0;
@@ -303,7 +302,7 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
     res.flushHeaders();
     res.socket?.setNoDelay(true);
     if (options.retryMs !== undefined) {
-      const hint = encodeSse({ retry: options.retryMs });
+      const hint = toChunk({ retry: options.retryMs });
       this.write(hint, hint.length);
     }
     const heartbeatMs = options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
@@ -326,7 +325,6 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
   private write(chunk: Chunk, size: number): void {
     this.batch.push(chunk);
     this.batchBytes += size;
-    if (typeof chunk !== 'string') this.batchHasBuffer = true;
     this.bytes += size;
     this.lastWriteAt = Date.now();
     if (!this.flushScheduled) {
@@ -339,10 +337,9 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
   private takeBatch(): Chunk | undefined {
     const { batch } = this;
     if (batch.length === 0) return undefined;
-    const out = batch.length === 1 ? batch[0] : this.batchHasBuffer ? Buffer.concat(batch.map(toBuffer)) : batch.join('');
+    const out = batch.length === 1 ? batch[0] : Buffer.concat(batch, this.batchBytes);
     this.batch = [];
     this.batchBytes = 0;
-    this.batchHasBuffer = false;
     return out;
   }
 
@@ -435,28 +432,27 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
     if (this.res.writableEnded || this.res.destroyed) return;
     const last = tail === undefined ? undefined : toChunk(tail);
     if (last !== undefined) this.bytes += chunkSize(last);
-    if (pending !== undefined && last !== undefined) this.res.end(Buffer.concat([toBuffer(pending), toBuffer(last)]));
+    if (pending !== undefined && last !== undefined) this.res.end(Buffer.concat([pending, last]));
     else if (pending !== undefined || last !== undefined) this.res.end((pending ?? last) as Chunk);
     else this.res.end();
   }
 }
 
-/** Encoded SSE text (a string, as `encodeSse` returns it) or bytes already encoded. */
-type Chunk = string | Buffer;
+/**
+ * Encoded SSE bytes. Strings are encoded to UTF-8 once, here: the size is then exact without a
+ * `Buffer.byteLength` pass, and `res.write()` neither measures nor encodes again.
+ */
+type Chunk = Buffer;
 
 function toChunk(element: BridgeElement): Chunk {
   if (element instanceof Uint8Array) {
     return Buffer.isBuffer(element) ? element : Buffer.from(element.buffer, element.byteOffset, element.byteLength);
   }
-  return encodeSse(element);
+  return Buffer.from(encodeSse(element), 'utf8');
 }
 
 function chunkSize(chunk: Chunk): number {
-  return typeof chunk === 'string' ? Buffer.byteLength(chunk, 'utf8') : chunk.length;
-}
-
-function toBuffer(chunk: Chunk): Buffer {
-  return typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk;
+  return chunk.length;
 }
 
 /** The JSON body of an error: `{ code, message }`, with `ERR_TIDEGATE_INTERNAL` for foreign errors. */
