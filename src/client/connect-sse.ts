@@ -18,6 +18,9 @@ export interface SseResponseInfo {
   readonly connection: number;
 }
 
+/** The longest delay `setTimeout` honours (2^31-1 ms, about 24.8 days). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** Passed to {@link ConnectSseOptions.onReconnect} each time a reconnect is scheduled. */
 export interface SseReconnectInfo {
   /** Failed attempts in a row, counting this failure (reset by any delivered event). */
@@ -293,7 +296,10 @@ export class SseSession implements Subscription {
     this.updateIdle();
     let pending: Promise<SseFetchResponse>;
     try {
-      pending = o.fetch(o.url.href, { method: o.method, headers, body: o.body, signal: controller.signal, agent: o.agent, compress: false });
+      // `compress: true` keeps our `Accept-Encoding: identity` but lets node-fetch gunzip (with
+      // Z_SYNC_FLUSH, so events still stream) a server that compresses anyway: raw gzip bytes fed
+      // to the SSE parser would end as an empty, "clean" stream.
+      pending = o.fetch(o.url.href, { method: o.method, headers, body: o.body, signal: controller.signal, agent: o.agent, compress: true });
     } catch (err) {
       pending = Promise.reject(err);
     }
@@ -428,10 +434,11 @@ export class SseSession implements Subscription {
       reportDropped(err);
     }
     if (this.state !== 'waiting') return; // the hook cancelled
+    // setTimeout fires at once for a delay above 2^31-1 ms (a huge Retry-After): clamp it.
     this.backoffTimer = setTimeout(() => {
       this.backoffTimer = undefined;
       if (this.state === 'waiting') this.connect();
-    }, delayMs);
+    }, Math.min(delayMs, MAX_TIMER_MS));
   }
 
   private notifyOpen(response: SseFetchResponse): void {

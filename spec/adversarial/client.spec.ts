@@ -1,0 +1,59 @@
+import zlib from 'node:zlib';
+import { connectSse } from '../../src/client';
+import { sleep } from '../helpers/net';
+import { collect, scriptedServer, sseHead, within, type ScriptedServer } from '../client/helpers';
+
+/** connectSse against servers that ignore what the client asked for. */
+
+const closers: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const close of closers.splice(0)) await close();
+});
+
+async function serve(handler: Parameters<typeof scriptedServer>[0]): Promise<ScriptedServer> {
+  const server = await scriptedServer(handler);
+  closers.push(server.close);
+  return server;
+}
+
+describe('connectSse against hostile servers', () => {
+  it('decodes a gzip body sent despite Accept-Encoding: identity (regression: the raw bytes ended as an empty clean stream)', async () => {
+    const server = await serve((_req, res) => {
+      sseHead(res, { 'content-encoding': 'gzip' });
+      res.end(zlib.gzipSync('data: zipped\n\ndata: [DONE]\n\n'));
+    });
+    const c = collect(connectSse(server.url, { isTerminal: (e) => e.data === '[DONE]', reconnect: false }));
+    expect(await within(c.done, 3000)).toEqual({});
+    expect(c.events.map((e) => e.data)).toEqual(['zipped', '[DONE]']);
+    expect(server.requests[0]?.headers['accept-encoding']).toBe('identity');
+  });
+
+  it('streams gzip events as they are flushed, not at the end of the body', async () => {
+    const server = await serve((_req, res) => {
+      sseHead(res, { 'content-encoding': 'gzip' });
+      const gz = zlib.createGzip();
+      gz.pipe(res);
+      gz.write('data: first\n\n');
+      gz.flush(zlib.constants.Z_SYNC_FLUSH);
+      // the rest never comes until the client cancels
+    });
+    const c = collect(connectSse(server.url, { reconnect: false }));
+    const deadline = Date.now() + 3000;
+    while (c.events.length === 0 && Date.now() < deadline) await sleep(10);
+    expect(c.events.map((e) => e.data)).toEqual(['first']);
+    c.sub.cancel();
+  });
+
+  it('a Retry-After beyond 2^31-1 ms does not make setTimeout reconnect at once (regression: it fired after 1 ms)', async () => {
+    const server = await serve((_req, res) => {
+      res.writeHead(503, { 'retry-after': '99999999', 'content-type': 'text/plain' });
+      res.end('go away');
+    });
+    const delays: number[] = [];
+    const c = collect(connectSse(server.url, { onReconnect: (info) => delays.push(info.delayMs), maxAttempts: 5 }));
+    await sleep(300);
+    expect(server.requests).toHaveLength(1);
+    expect(delays[0]).toBeGreaterThan(2 ** 31);
+    c.sub.cancel();
+  });
+});
