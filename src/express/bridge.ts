@@ -1,6 +1,6 @@
 import type { Response } from 'express';
 import type { ServerResponse } from 'node:http';
-import { StalledError, TidegateError } from '../errors';
+import { BufferOverflowError, StalledError, TidegateError } from '../errors';
 import { ByteBudget } from '../flow/budget';
 import type { Flow } from '../flow/flow';
 import { ArrayQueue } from '../flow/queue';
@@ -183,11 +183,17 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
       this.ttftMs = performance.now() - this.startedAt;
       this.options.onFirstElement?.();
     }
-    const chunk = toChunk(element);
+    let chunk: Chunk;
+    try {
+      chunk = toChunk(element);
+    } catch (err) {
+      // encodeSse refuses an id/event with CR or LF (injection): this stream ends, nothing else.
+      return this.finish('error', err);
+    }
     const size = chunkSize(chunk);
     // Count the element before holding it: one large element can never overshoot the budget.
     if (this.budget.used + size > this.budget.maxBytes) {
-      return this.finish('overflow', new TidegateError('ERR_TIDEGATE_OVERFLOW', `stream byte budget of ${this.budget.maxBytes} bytes exceeded`));
+      return this.finish('overflow', new BufferOverflowError(`stream byte budget of ${this.budget.maxBytes} bytes exceeded by an element of ${size} bytes`));
     }
     this.events++;
     if (this.socketFull) {
@@ -403,7 +409,11 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
     } else if (outcome === 'stalled') {
       // The peer reads nothing: destroying the socket frees the kernel's send buffer too.
       res.off('error', this.onResError);
-      res.destroy();
+      // An abortive close (RST): a graceful one would leave the orphaned socket in FIN-WAIT-1
+      // holding its whole send queue for minutes, and the peer would never learn the end.
+      const socket = res.socket;
+      if (socket && typeof socket.resetAndDestroy === 'function') socket.resetAndDestroy();
+      else res.destroy();
     } else if (!res.headersSent) {
       res.off('error', this.onResError);
       if (outcome === 'completed') {

@@ -91,6 +91,11 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
         adapter.sendHttpError(res, new ShutdownError('gateway is shutting down; retry on another instance'));
         return;
       }
+      if (route.provider !== 'passthrough' && req.method !== 'GET' && !isJsonObject(req.body)) {
+        // An array or scalar would reach the upstream as an empty POST: refuse it here.
+        adapter.sendHttpError(res, Object.assign(new Error('the request body must be a JSON object'), { status: 400, code: 'ERR_TIDEGATE_BAD_REQUEST' }));
+        return;
+      }
       active++;
       void relay(req, res, {
         route: route as ResolvedRoute & { url: string },
@@ -147,4 +152,8 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
     },
   };
   return Object.assign(app, { gateway: control });
+}
+
+function isJsonObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -144,7 +144,9 @@ class UpstreamCall {
         headers: { ...headers, 'accept-encoding': 'identity', ...request.headers },
         body: request.body,
         agent: this.agentFor(url),
-        compress: false,
+        // We ask for identity (explicit header kept by node-fetch); an upstream that compresses
+        // anyway is gunzipped with Z_SYNC_FLUSH rather than fed to the parser as gzip bytes.
+        compress: true,
         signal: this.controller.signal as never,
       });
     } catch (err) {
