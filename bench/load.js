@@ -16,6 +16,9 @@ const { performance } = require('node:perf_hooks');
 
 const FFFD = Buffer.from([0xef, 0xbf, 0xbd]);
 const ERR_MARK = Buffer.from('event: error');
+// OpenAI routes signal an error after the first byte as a data-only frame (no `event:` line):
+// `data: {"error":{...,"code":"ERR_TIDEGATE_..."}}`. The upstream never sends `"error":`.
+const ERR_MARK_OPENAI = Buffer.from('data: {"error":');
 const DONE_MARK = Buffer.from('[DONE]');
 const clients = [];
 let frozen = false;
@@ -40,6 +43,7 @@ class Client {
     this.fffd = 0;
     this.sawError = false;
     this.errorCode = null;
+    this.errorAt = 0;
     this.sawDone = false;
     this.ended = false;
     this.failed = null;
@@ -160,10 +164,15 @@ class Client {
     const scan = this.tail.length ? Buffer.concat([this.tail, buf]) : buf;
     let k = -1;
     while ((k = scan.indexOf(FFFD, k + 1)) >= 0) if (k + 3 > this.tail.length) this.fffd++;
-    if (!this.sawError && scan.indexOf(ERR_MARK) >= 0) {
-      this.sawError = true;
-      const m = /"code"\s*:\s*"([^"]+)"/.exec(scan.toString('utf8', Math.max(0, scan.indexOf(ERR_MARK)), scan.length));
-      this.errorCode = m ? m[1] : 'unknown';
+    if (!this.sawError) {
+      let at = scan.indexOf(ERR_MARK);
+      if (at < 0) at = scan.indexOf(ERR_MARK_OPENAI);
+      if (at >= 0) {
+        this.sawError = true;
+        this.errorAt = t;
+        const m = /"code"\s*:\s*"([^"]+)"/.exec(scan.toString('utf8', at, scan.length));
+        this.errorCode = m ? m[1] : 'unknown';
+      }
     }
     if (!this.sawDone && scan.indexOf(DONE_MARK) >= 0) this.sawDone = true;
     // Event boundaries: count "\n\n" (our upstream and SSE encoders use LF endings).
@@ -233,6 +242,7 @@ class Client {
       fffd: this.fffd,
       sawError: this.sawError,
       errorCode: this.errorCode,
+      errorAt: this.errorAt,
       sawDone: this.sawDone,
       ended: this.ended,
       failed: this.failed,

@@ -36,13 +36,18 @@ const P = QUICK
       micro: { elements: 200000, runs: 3 },
     }
   : {
-      s1: { clients: 200, rate: 10000, eventBytes: 100, durationMs: 20000, slowBps: 2048, stallTimeoutMs: 10000, drainMs: 3000 },
+      s1: { clients: 200, rate: 10000, eventBytes: 100, durationMs: 20000, slowBps: 2048, stallTimeoutMs: 5000, drainMs: 3000 },
       s2: { clients: 50, bytesPerStream: 20 << 20, eventBytes: 150, maxMs: 60000 },
       s3: { clients: 100, rate: 100, eventBytes: 150, durationMs: 10000 },
       s4: { streams: Math.min(9000, S4_MAX), holdMs: 15000, eventBytes: 150 },
       map: { streams: 20, cellMs: 4000, producers: [500, 2000, 10000, 50000], consumers: ['stalled', 4096, 65536, 1048576, 'fast'], stallTimeoutMs: 1500 },
       micro: { elements: 1000000, runs: 5 },
     };
+
+// BENCH_PARAMS='{"s2":{"bytesPerStream":33554432}}' overrides fields (profiling runs).
+if (process.env.BENCH_PARAMS) {
+  for (const [k, v] of Object.entries(JSON.parse(process.env.BENCH_PARAMS))) P[k] = { ...P[k], ...v };
+}
 
 const results = {
   mode: QUICK ? 'quick' : 'full',
@@ -167,11 +172,14 @@ function heldPerStream(stats, snap, gwPort) {
     const kUp = q(s.remotePort, upstream.port) + q(upstream.port, s.remotePort);
     const kDown = gwPort ? q(c.localPort, gwPort) + q(gwPort, c.localPort) : 0;
     const held = s.written - s.pending - kUp - kDown - c.rawBytes;
-    out.push({ tag: c.tag, mode: c.mode, produced: s.written, held: Math.max(0, held), kernelUp: kUp, kernelDown: kDown, received: c.rawBytes });
+    // Once the gateway ended a stream, what the upstream wrote after that was dropped, not held.
+    const open = s.state === 'open';
+    out.push({ tag: c.tag, mode: c.mode, open, produced: s.written, held: open ? Math.max(0, held) : 0, kernelUp: kUp, kernelDown: kDown, received: c.rawBytes });
   }
   return out;
 }
 
+const countBy = (a) => a.reduce((m, k) => ((m[k] = (m[k] || 0) + 1), m), {});
 const sum = (a) => a.reduce((x, y) => x + y, 0);
 const max = (a) => a.reduce((x, y) => Math.max(x, y), 0);
 const mean = (a) => (a.length ? sum(a) / a.length : 0);
@@ -217,11 +225,50 @@ async function eachTarget(scenario, list, fn) {
 
 // ---------------------------------------------------------------- scenarios
 
+/**
+ * S1 runs each tidegate route under both overflow policies: `pause` (the upstream is paused; a
+ * stalled socket is cut after stallTimeoutMs) and `terminate` (the 64 KiB budget overflows and
+ * the stream ends with an error event at once).
+ */
+function s1Targets() {
+  const out = [];
+  for (const t of activeTargets()) {
+    if (!t.tidegate) {
+      out.push(t);
+      continue;
+    }
+    out.push({ ...t, name: `${t.name}`, policy: { overflow: 'pause' } });
+    if (!cliFlags() || cliFlags().has('--overflow')) out.push({ ...t, name: `${t.name}+terminate`, policy: { overflow: 'terminate' } });
+  }
+  return out;
+}
+
+/** Per-stream log lines of the gateway: outcome counts and the longest duration per outcome. */
+function streamLogStats(rec) {
+  const byOutcome = {};
+  for (const l of rec.stdoutLines) {
+    let o;
+    try {
+      o = JSON.parse(l);
+    } catch {
+      continue;
+    }
+    const f = { ...o, ...(o.meta || {}) };
+    if (typeof f.outcome !== 'string') continue;
+    const b = (byOutcome[f.outcome] = byOutcome[f.outcome] || { n: 0, maxDurationMs: 0, codes: {} });
+    b.n++;
+    if (typeof f.durationMs === 'number') b.maxDurationMs = Math.max(b.maxDurationMs, f.durationMs);
+    if (typeof f.peakBufferedBytes === 'number') b.maxPeakBufferedBytes = Math.max(b.maxPeakBufferedBytes || 0, f.peakBufferedBytes);
+    if (f.errorCode) b.codes[f.errorCode] = (b.codes[f.errorCode] || 0) + 1;
+  }
+  return byOutcome;
+}
+
 async function runS1() {
   const p = P.s1;
-  const list = activeTargets();
+  const list = s1Targets();
   const rows = await eachTarget('S1', list, async (t) => {
-    const policy = { stallTimeoutMs: p.stallTimeoutMs };
+    const policy = { stallTimeoutMs: p.stallTimeoutMs, ...(t.policy || {}) };
     await upCtl('/_config', { rate: p.rate, eventBytes: p.eventBytes, durationMs: p.durationMs, maxBytes: 1 << 30, ts: false, tickMs: 10 });
     const h = await startTarget(t, policy);
     try {
@@ -259,7 +306,11 @@ async function runS1() {
         slowTotal: slow.length,
         slowMeanReceivedB: mean(slow.map((c) => c.payloadBytes)),
         failed: res.clients.filter((c) => c.failed && !c.status).length,
+        stalledErrorCodes: countBy(stalled.filter((c) => c.sawError).map((c) => c.errorCode)),
+        policy: t.tidegate ? policy : undefined,
         gatewayLog: gatewayLogSummary(h.rec),
+        streamLog: t.tidegate ? streamLogStats(h.rec) : undefined,
+        heldStreams: held.filter((x) => x.open).length,
         rssSeries: samples.map((s) => [s.tMs, +s.rssMb.toFixed(1)]),
       };
     } finally {
@@ -269,12 +320,23 @@ async function runS1() {
   results.scenarios.S1 = rows;
   table(
     `S1: ${p.clients} clients (½ stalled, ½ slow at ${p.slowBps} B/s), upstream ${p.rate} events/s/stream, ${p.durationMs / 1000} s`,
-    ['target', 'peak-idle RSS', 'held/stream max', 'produced/stream', 'stalled cut', 'slow errored', 'slow done'],
+    ['target', 'peak-idle RSS', 'held/stream max', 'produced/stream', 'stalled cut', 'slow errored', 'slow done', 'gateway cut ≤ ms'],
     Object.entries(rows).map(([n, r]) =>
       r.error
         ? [n, 'ERROR: ' + r.error.slice(0, 60)]
-        : [n, `${r.rssDeltaMb.toFixed(1)} MB`, fmtB(r.heldPerStreamMaxB), `${fmtB(r.producedPerStreamMeanB)} of ${fmtB(r.nominalPerStreamB)}`, `${r.stalledCutWithError}/${r.stalledTotal}`, `${r.slowErrored}/${r.slowTotal}`, `${r.slowCompleted}/${r.slowTotal}`],
+        : [n, `${r.rssDeltaMb.toFixed(1)} MB`, fmtB(r.heldPerStreamMaxB), `${fmtB(r.producedPerStreamMeanB)} of ${fmtB(r.nominalPerStreamB)}`, `${r.stalledCutWithError}/${r.stalledTotal}`, `${r.slowErrored}/${r.slowTotal}`, `${r.slowCompleted}/${r.slowTotal}`, cutSummary(r.streamLog)],
     ),
+  );
+}
+
+/** "overflow 20 ≤ 35 ms": streams the gateway ended itself, per outcome, with the longest duration. */
+function cutSummary(log) {
+  if (!log) return '-';
+  return (
+    Object.entries(log)
+      .filter(([k]) => k !== 'completed' && k !== 'client_closed')
+      .map(([k, v]) => `${k} ${v.n} ≤ ${Math.round(v.maxDurationMs)}`)
+      .join(', ') || 'none'
   );
 }
 

@@ -8,7 +8,8 @@ const { execFileSync } = require('node:child_process');
 const procs = require('./lib/procs');
 
 const ROOT = path.resolve(__dirname, '..');
-const GATEWAY_CLI = path.join(ROOT, 'dist/gateway/cli.js');
+// BENCH_GATEWAY_CLI=/path/to/dist/gateway/cli.js benchmarks another build (before/after comparisons).
+const GATEWAY_CLI = process.env.BENCH_GATEWAY_CLI || path.join(ROOT, 'dist/gateway/cli.js');
 
 /** Default tidegate policy; scenarios override fields. */
 const DEFAULT_POLICY = { maxBufferedBytes: 65536, stallTimeoutMs: 30000, overflow: 'pause', heartbeatMs: 15000 };
@@ -27,7 +28,9 @@ function tidegateCommand({ port, upstreamUrl, policy }) {
     ['--heartbeat-ms', String(p.heartbeatMs)],
   ];
   const supported = cliFlags();
-  const args = [GATEWAY_CLI, '--port', String(port)];
+  // BENCH_GATEWAY_NODE_FLAGS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles the gateway process.
+  const nodeFlags = (process.env.BENCH_GATEWAY_NODE_FLAGS || '').split(/\s+/).filter(Boolean);
+  const args = [...nodeFlags, GATEWAY_CLI, '--port', String(port)];
   const unsupported = [];
   for (const [k, v] of flags) {
     if (supported === null || supported.has(k)) args.push(k, v);
