@@ -125,6 +125,13 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
     });
   }
 
+  // Anything else: a JSON 404 naming the routes, not Express' HTML page.
+  app.use((req: Request, res: Response) => {
+    res.status(404).json({
+      error: { code: 'ERR_TIDEGATE_NOT_FOUND', message: `no route for ${req.method} ${req.path}; routes: ${routes.map((r) => `${r.methods.join('|')} ${r.path}`).join(', ')}` },
+    });
+  });
+
   const control: GatewayControl = {
     metrics,
     routes,

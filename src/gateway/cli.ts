@@ -21,21 +21,7 @@ const USAGE = `Usage: tidegate [options]
 
 /** `tidegate` command line: flags override environment, environment overrides the file, the file overrides defaults. */
 async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      config: { type: 'string' },
-      port: { type: 'string' },
-      host: { type: 'string' },
-      upstream: { type: 'string' },
-      passthrough: { type: 'string', multiple: true },
-      'max-buffered-bytes': { type: 'string' },
-      'stall-timeout-ms': { type: 'string' },
-      overflow: { type: 'string' },
-      'heartbeat-ms': { type: 'string' },
-      'shutdown-grace-ms': { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
+  const { values } = parseFlags();
   if (values.help) {
     process.stdout.write(USAGE);
     return;
@@ -83,6 +69,29 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
+}
+
+/** Parses the flags; an unknown or malformed flag is a {@link ConfigError} pointing at `--help`. */
+function parseFlags() {
+  try {
+    return parseArgs({
+      options: {
+        config: { type: 'string' },
+        port: { type: 'string' },
+        host: { type: 'string' },
+        upstream: { type: 'string' },
+        passthrough: { type: 'string', multiple: true },
+        'max-buffered-bytes': { type: 'string' },
+        'stall-timeout-ms': { type: 'string' },
+        overflow: { type: 'string' },
+        'heartbeat-ms': { type: 'string' },
+        'shutdown-grace-ms': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (err) {
+    throw new ConfigError(`${(err as Error).message} (see tidegate --help)`);
+  }
 }
 
 main().catch((err: unknown) => {

@@ -210,14 +210,16 @@ export class ConfigError extends Error {
 }
 
 /** Validates a raw configuration object; throws {@link ConfigError} naming the fields. */
-export function parseConfig(raw: unknown, source = 'configuration'): GatewayConfig {
+export function parseConfig(raw: unknown, source = 'configuration', origins: Readonly<Record<string, string>> = {}): GatewayConfig {
   const result = configSchema.safeParse(raw);
   if (result.success) return result.data;
   const details = result.error.issues
     .map((i) => {
       const keys = (i as { keys?: string[] }).keys;
       const field = [...i.path, ...(i.code === 'unrecognized_keys' && keys ? [keys.join(', ')] : [])].join('.') || '(root)';
-      return `${field}: ${i.message}`;
+      // Name where a value came from when it was not the file: `PORT=abc`, `--passthrough x=y`.
+      const origin = Object.entries(origins).find(([prefix]) => field === prefix || field.startsWith(`${prefix}.`))?.[1];
+      return `${field}: ${i.message}${origin ? ` (from ${origin})` : ''}`;
     })
     .join('; ');
   throw new ConfigError(`invalid ${source}: ${details}`);
@@ -287,11 +289,25 @@ export function loadConfig(options: LoadConfigOptions = {}): GatewayConfig {
   const raw = (options.file ? readConfigFile(options.file) : {}) as Record<string, unknown>;
   if (typeof raw !== 'object' || Array.isArray(raw)) throw new ConfigError(`invalid ${options.file}: (root): expected an object`);
   const env = options.env ?? {};
-  for (const [name, field] of Object.entries(ENV_OVERRIDES)) setField(raw, field, env[name]);
-  for (const [field, value] of Object.entries(options.overrides ?? {})) setField(raw, field, value);
+  const origins: Record<string, string> = {};
+  for (const [name, field] of Object.entries(ENV_OVERRIDES)) {
+    const value = env[name];
+    if (value === undefined || value === '') continue;
+    if (NUMERIC.has(field) && (value.trim() === '' || !Number.isFinite(Number(value)))) {
+      throw new ConfigError(`invalid ${name} (${field}): expected a number, got ${JSON.stringify(value)}`);
+    }
+    setField(raw, field, value);
+    origins[field] = `${name}=${JSON.stringify(value)}`;
+  }
+  for (const [field, value] of Object.entries(options.overrides ?? {})) {
+    if (value === undefined) continue;
+    setField(raw, field, value);
+    delete origins[field];
+  }
   if (options.extraRoutes && options.extraRoutes.length > 0) {
     const base = Array.isArray(raw.routes) ? (raw.routes as unknown[]) : DEFAULT_ROUTES.map((r) => ({ path: r.path, provider: r.provider }));
     raw.routes = [...base, ...options.extraRoutes];
+    options.extraRoutes.forEach((r, k) => (origins[`routes.${base.length + k}`] = `--passthrough ${String(r.path)}=${String(r.url)}`));
   }
-  return parseConfig(raw, options.file ? `config file ${options.file}` : 'configuration');
+  return parseConfig(raw, options.file ? `config file ${options.file}` : 'configuration', origins);
 }
