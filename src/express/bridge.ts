@@ -131,6 +131,8 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
   private batchBytes = 0;
   private flushScheduled = false;
   private socketFull = false;
+  /** The flow completed while elements were held for a full socket. */
+  private completeAfterDrain = false;
   private events = 0;
   private bytes = 0;
   private readonly startedAt = performance.now();
@@ -217,6 +219,11 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
   onComplete(): void {
     this.upstreamDone = true;
     if (this.finished) return;
+    // Elements that arrived while the socket was full are part of the stream: end after they left.
+    if (this.held.length > 0) {
+      this.completeAfterDrain = true;
+      return;
+    }
     this.finish('completed');
   }
 
@@ -240,6 +247,7 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
       this.write(chunk, size);
     }
     this.flush();
+    if (this.completeAfterDrain) this.finish('completed');
   };
 
   private readonly onClose = (): void => {
