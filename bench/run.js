@@ -67,7 +67,7 @@ function machineInfo() {
   } catch {
     /* not Linux */
   }
-  return { nproc: os.cpus().length, model, node: process.version, memGb: +(os.totalmem() / 2 ** 30).toFixed(1), fdSoft: fd.soft, fdHard: fd.hard, kernel: os.release() };
+  return { nproc: os.cpus().length, loadavgStart: os.loadavg().map((x) => +x.toFixed(2)), model, node: process.version, memGb: +(os.totalmem() / 2 ** 30).toFixed(1), fdSoft: fd.soft, fdHard: fd.hard, kernel: os.release() };
 }
 
 // ---------------------------------------------------------------- helpers
@@ -366,6 +366,8 @@ async function runS2() {
       const cpu1 = h.sampler.read().cpuS;
       const res = await loadCall({ cmd: 'stop', drainMs: 0 }, 'result');
       const bytes = sum(res.clients.map((c) => c.payloadBytes));
+      const notDone = res.clients.filter((c) => !c.sawDone);
+      if (notDone.length) console.error(`  S2 ${t.name}: not completed ${JSON.stringify(notDone.slice(0, 3))} gateway: ${JSON.stringify(streamLogStats(h.rec))}`);
       const gb = bytes / 1e9;
       return {
         bytes,
@@ -621,6 +623,7 @@ async function main() {
     process.stderr.write(`${k}: ${((Date.now() - ts) / 1000).toFixed(1)} s\n`);
   }
   results.durationS = (Date.now() - t0) / 1000;
+  results.machine.loadavgEnd = os.loadavg().map((x) => +x.toFixed(2));
   for (const s of results.skipped) console.log(`skipped ${s.target}: ${s.why}`);
   if (results.gatewayFlagsMissing) console.log(`note: the gateway build rejects ${results.gatewayFlagsMissing.join(', ')}; ran without them (its defaults)`);
   const dir = path.join(__dirname, 'results');
