@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { getEventListeners } from 'node:events';
 import http from 'node:http';
 import path from 'node:path';
-import { createFlow, type Flow } from '../../src/flow';
+import { createFlow, type Flow, type FlowSink } from '../../src/flow';
 import { sendFlow, sse, type SendFlowOptions, type StreamResult } from '../../src/express';
 import { sseDecode, type SseEventInit } from '../../src/sse';
 import { openUpstreamStream } from '../../src/upstream/request';
@@ -139,6 +139,59 @@ describe('sendFlow response contract', () => {
 
 // A 1 KiB/s reader re-opens its TCP window every 1-2.5 s here (zero-window probes back off).
 const STALL_MS = 3000;
+
+describe('demand bridge endings with a full socket', () => {
+  /**
+   * A route whose source emits one 64 KiB element per macrotask (the client is paused, so the
+   * socket fills), and, once `res.write()` has said "full", emits two more (which the bridge
+   * must hold) and then ends with `end(sink)`.
+   */
+  async function fullSocketEnding(end: (sink: FlowSink<SseEventInit>) => void): Promise<{ body: string; sent: number; result: StreamResult }> {
+    const data = 'x'.repeat(64 * 1024);
+    let sent = 0;
+    const results: StreamResult[] = [];
+    const app = express();
+    app.get('/s', (_req, res) => {
+      let afterFull = 0;
+      const flow = createFlow<SseEventInit>((sink) => {
+        sink.onRequest((n) => {
+          for (let i = 0; i < n; i++) {
+            setImmediate(() => {
+              if (afterFull >= 2 || sink.isCancelled) return;
+              if (res.writableNeedDrain) afterFull++;
+              sink.next({ data: `${sent++} ${data}` });
+              if (afterFull === 2) end(sink); // the last two elements are held right now
+            });
+          }
+        });
+      });
+      void sendFlow(res, flow, { maxBufferedBytes: 4 * 1024 * 1024, terminalEvent: { data: '[DONE]' }, stallTimeoutMs: 0, heartbeatMs: 0 }).done.then((r) =>
+        results.push(r),
+      );
+    });
+    const gw = await listen(app);
+    closers.push(gw);
+    const c = await RawClient.request(gw.port, '/s');
+    await waitFor(() => results.length === 1, 10_000); // it ends while the client still reads nothing
+    c.readAll();
+    expect(await c.waitClosed(10_000)).toBe(true);
+    return { body: c.body(), sent, result: results[0] };
+  }
+
+  it('writes the events held for a full socket before completing, then the terminal event', async () => {
+    const { body, sent, result } = await fullSocketEnding((sink) => sink.complete());
+    expect(result.outcome).toBe('completed');
+    expect(body.match(/^data: \d+ x+$/gm)).toHaveLength(sent);
+    expect(body.endsWith(`data: ${sent - 1} ${'x'.repeat(64 * 1024)}\n\ndata: [DONE]\n\n`)).toBe(true);
+  });
+
+  it('writes the events held for a full socket before the error event', async () => {
+    const { body, sent, result } = await fullSocketEnding((sink) => sink.error(Object.assign(new Error('model crashed'), { code: 'ERR_X' })));
+    expect(result.outcome).toBe('error');
+    expect(body.match(/^data: \d+ x+$/gm)).toHaveLength(sent);
+    expect(body.endsWith('event: error\ndata: {"code":"ERR_X","message":"model crashed"}\n\n')).toBe(true);
+  });
+});
 
 describe('demand bridge backpressure (real sockets)', () => {
   it('a slow reader pauses the upstream: bytes sent plateau under budget + kernel buffers', async () => {

@@ -131,8 +131,6 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
   private batchBytes = 0;
   private flushScheduled = false;
   private socketFull = false;
-  /** The flow completed while elements were held for a full socket. */
-  private completeAfterDrain = false;
   private events = 0;
   private bytes = 0;
   private readonly startedAt = performance.now();
@@ -219,11 +217,6 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
   onComplete(): void {
     this.upstreamDone = true;
     if (this.finished) return;
-    // Elements that arrived while the socket was full are part of the stream: end after they left.
-    if (this.held.length > 0) {
-      this.completeAfterDrain = true;
-      return;
-    }
     this.finish('completed');
   }
 
@@ -247,7 +240,6 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
       this.write(chunk, size);
     }
     this.flush();
-    if (this.completeAfterDrain) this.finish('completed');
   };
 
   private readonly onClose = (): void => {
@@ -405,10 +397,13 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
     res.off('drain', this.onDrain);
     res.off('close', this.onClose);
     options.signal?.removeEventListener('abort', this.onAbort);
+    // Elements held for a full socket and what was written this tick still go out before a clean
+    // or error end (at most one requested batch, already counted); not to a gone peer.
+    const peerGone = outcome === 'client_closed' || outcome === 'stalled';
+    if (!peerGone) for (const chunk of this.held) this.write(chunk, chunk.length);
     this.held.clear();
     this.heldBytes = 0;
-    // What was written this tick still goes out before a clean or error end; not to a gone peer.
-    const pending = outcome === 'client_closed' || outcome === 'stalled' ? undefined : this.takeBatch();
+    const pending = peerGone ? undefined : this.takeBatch();
     this.batch = [];
     this.batchBytes = 0;
 

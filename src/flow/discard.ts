@@ -34,7 +34,8 @@ export function reportDropped(err: unknown): void {
   setTimeout(() => {
     const handler = rxConfig.onUnhandledError;
     if (handler) handler(err);
-    else process.emitWarning(err instanceof Error ? err : String(err), 'TidegateDroppedError');
+    // A string, not the error itself: an Error from another realm (vm, jest) fails emitWarning's check.
+    else process.emitWarning(`dropped error: ${describe(err)}`, 'TidegateDroppedError');
   });
 }
 
@@ -48,4 +49,11 @@ export function reportUnhandled(err: unknown): void {
     if (handler) handler(err);
     else throw err;
   });
+}
+
+function describe(err: unknown): string {
+  const e = err as { stack?: unknown; message?: unknown } | null;
+  if (e && typeof e.stack === 'string') return e.stack;
+  if (e && typeof e.message === 'string') return e.message;
+  return String(err);
 }
