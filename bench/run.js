@@ -172,8 +172,9 @@ function heldPerStream(stats, snap, gwPort) {
     const kUp = q(s.remotePort, upstream.port) + q(upstream.port, s.remotePort);
     const kDown = gwPort ? q(c.localPort, gwPort) + q(gwPort, c.localPort) : 0;
     const held = s.written - s.pending - kUp - kDown - c.rawBytes;
-    // Once the gateway ended a stream, what the upstream wrote after that was dropped, not held.
-    const open = s.state === 'open';
+    // Once the proxy closed the upstream connection (it ended the stream), what the upstream
+    // wrote before that was dropped, not held. ('done' streams may still be writing their backlog.)
+    const open = s.state !== 'aborted';
     out.push({ tag: c.tag, mode: c.mode, open, produced: s.written, held: open ? Math.max(0, held) : 0, kernelUp: kUp, kernelDown: kDown, received: c.rawBytes });
   }
   return out;
