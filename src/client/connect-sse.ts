@@ -359,6 +359,10 @@ export class SseSession implements Subscription {
           this.serverRetryMs = ms;
         },
         onComment: this.options.onComment,
+        // An `id:`-only block moves the resume point too (§9.2.6 dispatch step 1).
+        onLastEventId: (id) => {
+          if (gen === this.generation) this.lastEventId = id;
+        },
       }),
     );
     events.subscribeWith({

@@ -25,6 +25,13 @@ export interface SseParserOptions {
   /** Called with the text of each comment line (after the `:`, one leading space removed). */
   onComment?: (comment: string) => void;
   /**
+   * Called at a dispatch (blank line) whose last event ID buffer differs from the value last
+   * reported, before that dispatch's event, and also when no event is dispatched because the data
+   * is empty: §9.2.6 "dispatch the event" step 1 sets the source's last event ID string either
+   * way, so an `id:`-only block still moves the `Last-Event-ID` a client resumes from.
+   */
+  onLastEventId?: (lastEventId: string) => void;
+  /**
    * Largest line accepted, in bytes, line terminator excluded. Default
    * {@link DEFAULT_MAX_LINE_BYTES} (1 MiB). A longer line signals {@link SseLimitError}
    * (`limit: 'line'`) as soon as its pending bytes exceed the limit, before its end arrives.
@@ -193,6 +200,9 @@ class SseParserImpl {
   private readonly onEvent: (event: SseEvent) => void;
   private readonly onRetry: ((retryMs: number) => void) | undefined;
   private readonly onComment: ((comment: string) => void) | undefined;
+  private readonly onLastEventId: ((lastEventId: string) => void) | undefined;
+  /** The last event ID last handed to `onLastEventId`. */
+  private reportedLastEventId = '';
   private readonly onError: ((error: SseLimitError) => void) | undefined;
   private readonly maxLineBytes: number;
   private readonly maxEventBytes: number;
@@ -217,6 +227,7 @@ class SseParserImpl {
     this.onEvent = options.onEvent;
     this.onRetry = options.onRetry;
     this.onComment = options.onComment;
+    this.onLastEventId = options.onLastEventId;
     this.onError = options.onError;
     this.maxLineBytes = checkLimit('maxLineBytes', options.maxLineBytes, DEFAULT_MAX_LINE_BYTES);
     this.maxEventBytes = checkLimit('maxEventBytes', options.maxEventBytes, DEFAULT_MAX_EVENT_BYTES);
@@ -386,6 +397,7 @@ class SseParserImpl {
     this.dataBytes = 0;
     this.eventType = '';
     this.lastEventId = '';
+    this.reportedLastEventId = '';
     this.failed = false;
   }
 
@@ -498,6 +510,11 @@ class SseParserImpl {
 
   /** §9.2.6 "dispatch the event". */
   private dispatch(): void {
+    // Step 1: the source's last event ID string is set, with or without an event.
+    if (this.onLastEventId !== undefined && this.lastEventId !== this.reportedLastEventId) {
+      this.reportedLastEventId = this.lastEventId;
+      this.onLastEventId(this.lastEventId);
+    }
     if (this.dataLines === 0) {
       // "If the data buffer is an empty string, set the data buffer and the event type buffer
       // to the empty string and return."

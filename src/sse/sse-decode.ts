@@ -15,6 +15,17 @@ export interface SseDecodeOptions {
   onRetry?: (retryMs: number) => void;
   /** Called for each comment line (text after `:`, one leading space removed). */
   onComment?: (comment: string) => void;
+  /**
+   * Called when the stream's last event ID changes, including by an `id:`-only block that
+   * dispatches no event; in stream order with the events, after every earlier event was
+   * delivered, so a client resuming from it never skips an event it has not seen.
+   */
+  onLastEventId?: (lastEventId: string) => void;
+}
+
+/** A last-event-ID change queued in order with the events; costs no demand. */
+class LastEventIdMark {
+  constructor(readonly lastEventId: string) {}
 }
 
 /**
@@ -48,7 +59,8 @@ export function sseDecode(options: SseDecodeOptions = {}): FlowOperator<Uint8Arr
 
 class SseDecodeSubscriber implements Subscriber<Uint8Array>, Subscription {
   private upstream: Subscription | undefined;
-  private readonly queue = new ArrayQueue<SseEvent>();
+  private readonly queue = new ArrayQueue<SseEvent | LastEventIdMark>();
+  private readonly onLastEventId: ((lastEventId: string) => void) | undefined;
   private readonly parser: SseParser;
   private demand = 0;
   /** Outstanding upstream request: 0, 1 or Infinity. */
@@ -65,8 +77,10 @@ class SseDecodeSubscriber implements Subscriber<Uint8Array>, Subscription {
     private readonly context: FlowContext,
     options: SseDecodeOptions,
   ) {
+    this.onLastEventId = options.onLastEventId;
     this.parser = createSseParser({
       onEvent: (event) => this.queue.push(event),
+      onLastEventId: options.onLastEventId === undefined ? undefined : (id) => this.queue.push(new LastEventIdMark(id)),
       onRetry: options.onRetry,
       onComment: options.onComment,
       maxLineBytes: options.maxLineBytes,
@@ -91,7 +105,7 @@ class SseDecodeSubscriber implements Subscriber<Uint8Array>, Subscription {
     this.cancelled = true;
     this.upstream?.cancel();
     this.parser.reset();
-    discardAll(this.context, this.queue.drainAll());
+    discardAll(this.context, this.queue.drainAll().filter((e) => !(e instanceof LastEventIdMark)));
   }
 
   onNext(chunk: Uint8Array): void {
@@ -135,7 +149,12 @@ class SseDecodeSubscriber implements Subscriber<Uint8Array>, Subscription {
     if (this.wip++ !== 0) return;
     let missed = 1;
     for (;;) {
-      while (this.demand > 0 && this.queue.length > 0 && !this.cancelled) {
+      while (this.queue.length > 0 && !this.cancelled) {
+        if (this.queue.peek() instanceof LastEventIdMark) {
+          this.onLastEventId?.((this.queue.shift() as LastEventIdMark).lastEventId);
+          continue;
+        }
+        if (this.demand === 0) break;
         const event = this.queue.shift() as SseEvent;
         if (this.demand !== Infinity) this.demand--;
         this.actual.onNext(event);
