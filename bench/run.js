@@ -174,7 +174,7 @@ function heldPerStream(stats, snap, gwPort) {
     const held = s.written - s.pending - kUp - kDown - c.rawBytes;
     // Once the proxy closed the upstream connection (it ended the stream), what the upstream
     // wrote before that was dropped, not held. ('done' streams may still be writing their backlog.)
-    const open = s.state !== 'aborted';
+    const open = s.state !== 'aborted' && !c.ended && !c.failed;
     out.push({ tag: c.tag, mode: c.mode, open, produced: s.written, held: open ? Math.max(0, held) : 0, kernelUp: kUp, kernelDown: kDown, received: c.rawBytes });
   }
   return out;
@@ -300,6 +300,7 @@ async function runS1() {
         producedPerStreamMaxB: max(held.map((x) => x.produced)),
         nominalPerStreamB: (p.rate * p.durationMs * stats.eventBytes) / 1000,
         stalledCutWithError: stalled.filter((c) => c.sawError).length,
+        stalledReset: stalled.filter((c) => !c.sawError && c.failed && c.status === 200).length,
         stalledEnded: stalled.filter((c) => c.ended).length,
         stalledTotal: stalled.length,
         slowErrored: slow.filter((c) => c.sawError).length,
@@ -505,8 +506,10 @@ async function runMap() {
           const snap = await loadCall({ cmd: 'snapshot' }, 'snapshot');
           clearInterval(tm);
           const held = heldPerStream(stats, snap, h.port);
+          if (process.env.BENCH_DEBUG) console.error(JSON.stringify({ cell: [rate, cons], held: held.slice(0, 3), up: stats.streams.slice(0, 3) }));
           const res = await loadCall({ cmd: 'stop', drainMs: QUICK ? 300 : 800 }, 'result');
-          const errored = res.clients.filter((c) => c.sawError).length;
+          // Cut by the proxy: an error event, or a reset (tidegate's stall cut resets the socket of a reader that reads nothing).
+          const errored = res.clients.filter((c) => c.sawError || (c.failed && c.status === 200)).length;
           // Completed means [DONE] arrived within the cell, before the final drain.
           const done = snap.clients.filter((c) => c.sawDone && !c.sawError).length;
           const heldMax = max(held.map((x) => x.held));
