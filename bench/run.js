@@ -28,7 +28,7 @@ const S4_MAX = Math.max(100, Math.floor((fd.hard - 300) / 2)); // the gateway ho
 /** All counts and durations, bounded; quick mode keeps the whole run under 2 minutes. */
 const P = QUICK
   ? {
-      s1: { clients: 40, rate: 10000, eventBytes: 100, durationMs: 2500, slowBps: 2048, stallTimeoutMs: 1200, drainMs: 1000 },
+      s1: { clients: 40, rate: 10000, eventBytes: 100, durationMs: 2000, slowBps: 2048, stallTimeoutMs: 1000, drainMs: 800 },
       s2: { clients: 10, bytesPerStream: 4 << 20, eventBytes: 150, maxMs: 8000 },
       s3: { clients: 20, rate: 100, eventBytes: 150, durationMs: 1500 },
       s4: { streams: Math.min(500, S4_MAX), holdMs: 2000, eventBytes: 150 },
