@@ -1,10 +1,10 @@
 import { BufferOverflowError } from '../../errors';
-import { addDemand } from '../demand';
 import { discardAll } from '../discard';
 import type { FlowOperator } from '../flow';
 import { ArrayQueue } from '../queue';
 import type { FlowContext, Subscriber } from '../types';
-import { OperatorSubscriber, operator, requirePositiveCount } from './operator-subscriber';
+import { DrainSubscriber } from './drain-subscriber';
+import { operator, requirePositiveCount } from './operator-subscriber';
 
 /**
  * Splits downstream demand into batches: requests `highTide` upstream at subscription, then
@@ -56,13 +56,9 @@ function replenishLimit(prefetch: number, lowTide: number | undefined): number {
   return lowTide;
 }
 
-class LimitRateSubscriber<T> extends OperatorSubscriber<T, T> {
+class LimitRateSubscriber<T> extends DrainSubscriber<T, T> {
   private readonly queue = new ArrayQueue<T>();
-  private requested = 0;
   private produced = 0;
-  private wip = 0;
-  private failed = false;
-  private error: unknown = undefined;
 
   constructor(
     actual: Subscriber<T>,
@@ -106,41 +102,12 @@ class LimitRateSubscriber<T> extends OperatorSubscriber<T, T> {
     this.drain();
   }
 
-  override onError(error: unknown): void {
-    if (this.done) {
-      super.onError(error); // reports it as dropped
-      return;
-    }
-    this.failed = true;
-    this.error = error;
-    this.done = true;
-    this.drain();
+
+  protected override clear(): void {
+    discardAll(this.context, this.queue.drainAll());
   }
 
-  override onComplete(): void {
-    if (this.done) return;
-    this.done = true;
-    this.drain();
-  }
-
-  override request(n: number): void {
-    this.requested = addDemand(this.requested, n);
-    this.drain();
-  }
-
-  override cancel(): void {
-    if (this.cancelled) return;
-    this.cancelled = true;
-    this.upstream.cancel();
-    if (this.wip++ === 0) discardAll(this.context, this.queue.drainAll());
-  }
-
-  private drain(): void {
-    if (this.wip++ !== 0) return;
-    this.drainLoop(1);
-  }
-
-  private drainLoop(missed: number): void {
+  protected override drainLoop(missed: number): void {
     for (;;) {
       while (this.requested > 0) {
         const empty = this.queue.length === 0;
@@ -162,7 +129,7 @@ class LimitRateSubscriber<T> extends OperatorSubscriber<T, T> {
 
   private checkTerminated(done: boolean, empty: boolean): boolean {
     if (this.cancelled) {
-      discardAll(this.context, this.queue.drainAll());
+      this.clear();
       return true;
     }
     if (done && empty) {

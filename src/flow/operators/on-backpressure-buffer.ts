@@ -1,11 +1,11 @@
 import { BufferOverflowError } from '../../errors';
 import { type ByteBudget, utf8Size } from '../budget';
-import { addDemand } from '../demand';
 import { discard } from '../discard';
 import type { FlowOperator } from '../flow';
 import { ArrayQueue } from '../queue';
 import type { FlowContext, Subscriber } from '../types';
-import { OperatorSubscriber, addDiscardHook, operator } from './operator-subscriber';
+import { DrainSubscriber } from './drain-subscriber';
+import { addDiscardHook, operator } from './operator-subscriber';
 
 /**
  * What {@link onBackpressureBuffer} does when an element does not fit the budget.
@@ -125,15 +125,11 @@ interface BufferConfig<T> {
   readonly delayError: boolean;
 }
 
-class BufferSubscriber<T> extends OperatorSubscriber<T, T> {
+class BufferSubscriber<T> extends DrainSubscriber<T, T> {
   private readonly queue = new ArrayQueue<T>();
   private readonly sizes = new ArrayQueue<number>();
   private readonly ownContext: FlowContext;
   private bytes = 0;
-  private requested = 0;
-  private wip = 0;
-  private failed = false;
-  private error: unknown = undefined;
 
   constructor(
     actual: Subscriber<T>,
@@ -211,34 +207,6 @@ class BufferSubscriber<T> extends OperatorSubscriber<T, T> {
     }
   }
 
-  override onError(error: unknown): void {
-    if (this.done) {
-      super.onError(error); // reports it as dropped
-      return;
-    }
-    this.failed = true;
-    this.error = error;
-    this.done = true;
-    this.drain();
-  }
-
-  override onComplete(): void {
-    if (this.done) return;
-    this.done = true;
-    this.drain();
-  }
-
-  override request(n: number): void {
-    this.requested = addDemand(this.requested, n);
-    this.drain();
-  }
-
-  override cancel(): void {
-    if (this.cancelled) return;
-    this.cancelled = true;
-    this.upstream.cancel();
-    if (this.wip++ === 0) this.clear();
-  }
 
   protected override discard(value: unknown): void {
     discard(this.ownContext, value);
@@ -314,7 +282,7 @@ class BufferSubscriber<T> extends OperatorSubscriber<T, T> {
     }
   }
 
-  private clear(): void {
+  protected override clear(): void {
     if (this.queue.length === 0) return;
     const values = this.queue.drainAll();
     this.sizes.clear();
@@ -324,12 +292,7 @@ class BufferSubscriber<T> extends OperatorSubscriber<T, T> {
     for (const v of values) this.discard(v);
   }
 
-  private drain(): void {
-    if (this.wip++ !== 0) return;
-    this.drainLoop(1);
-  }
-
-  private drainLoop(missed: number): void {
+  protected override drainLoop(missed: number): void {
     for (;;) {
       while (this.requested > 0) {
         const empty = this.queue.length === 0;

@@ -1,6 +1,6 @@
-import { addDemand } from '../demand';
 import type { FlowOperator } from '../flow';
-import { OperatorSubscriber, operator } from './operator-subscriber';
+import { DrainSubscriber } from './drain-subscriber';
+import { operator } from './operator-subscriber';
 
 /** Marks "no value retained" (an element may legitimately be `undefined`). */
 const EMPTY: unique symbol = Symbol('empty');
@@ -27,12 +27,8 @@ export function onBackpressureLatest<T>(): FlowOperator<T, T> {
   return operator<T, T>((actual, context) => new LatestSubscriber<T>(actual, context));
 }
 
-class LatestSubscriber<T> extends OperatorSubscriber<T, T> {
+class LatestSubscriber<T> extends DrainSubscriber<T, T> {
   private value: T | typeof EMPTY = EMPTY;
-  private requested = 0;
-  private wip = 0;
-  private failed = false;
-  private error: unknown = undefined;
 
   protected override afterSubscribe(): void {
     this.upstream.request(Infinity);
@@ -49,44 +45,15 @@ class LatestSubscriber<T> extends OperatorSubscriber<T, T> {
     this.drain();
   }
 
-  override onError(error: unknown): void {
-    if (this.done) {
-      super.onError(error);
-      return;
-    }
-    this.failed = true;
-    this.error = error;
-    this.done = true;
-    this.drain();
-  }
 
-  override onComplete(): void {
-    if (this.done) return;
-    this.done = true;
-    this.drain();
-  }
 
-  override request(n: number): void {
-    this.requested = addDemand(this.requested, n);
-    this.drain();
-  }
-
-  override cancel(): void {
-    if (this.cancelled) return;
-    this.cancelled = true;
-    this.upstream.cancel();
-    if (this.wip++ === 0) this.clear();
-  }
-
-  private clear(): void {
+  protected override clear(): void {
     const v = this.value;
     this.value = EMPTY;
     if (v !== EMPTY) this.discard(v);
   }
 
-  private drain(): void {
-    if (this.wip++ !== 0) return;
-    let missed = 1;
+  protected override drainLoop(missed: number): void {
     for (;;) {
       while (this.requested > 0) {
         const empty = this.value === EMPTY;
