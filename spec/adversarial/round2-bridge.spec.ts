@@ -1,0 +1,120 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { sendFlow, type StreamHandle, type StreamResult } from '../../src/express/bridge';
+import { Flow } from '../../src/flow/flow';
+import { fromIterable } from '../../src';
+import type { Subscriber } from '../../src/flow/types';
+import type { BridgeElement } from '../../src/express/bridge';
+
+/** A bare http server whose handler is set per test; closed in afterEach. */
+let server: http.Server | undefined;
+let handler: (req: http.IncomingMessage, res: http.ServerResponse) => void = () => undefined;
+
+async function listen(): Promise<string> {
+  server = http.createServer((req, res) => handler(req, res));
+  await new Promise<void>((r) => server!.listen(0, '127.0.0.1', r));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+afterEach(async () => {
+  if (!server) return;
+  server.closeAllConnections();
+  await new Promise<void>((r) => server!.close(() => r()));
+  server = undefined;
+});
+
+function timeoutCount(): number {
+  return process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+}
+
+async function settle(ms = 30): Promise<void> {
+  await new Promise((r) => setTimeout(r, ms));
+}
+
+describe('round2 adversarial: demand bridge', () => {
+  it('leaves no heartbeat or stall timer behind after a stream completes', async () => {
+    const url = await listen();
+    let handle: StreamHandle | undefined;
+    handler = (_req, res) => {
+      handle = sendFlow(res, fromIterable([{ data: 'a' }, { data: 'b' }]), { heartbeatMs: 50, stallTimeoutMs: 200 });
+    };
+    await settle();
+    const before = timeoutCount();
+    const text = await (await fetch(url)).text();
+    expect(text).toContain('data: b');
+    await handle!.done;
+    await settle(100);
+    expect(timeoutCount()).toBeLessThanOrEqual(before);
+  });
+
+  it('leaves no heartbeat or stall timer behind after the client disconnects mid-stream', async () => {
+    const url = await listen();
+    let done: Promise<StreamResult> | undefined;
+    handler = (_req, res) => {
+      // never completes: only the client leaving ends it
+      const never = new Flow<BridgeElement>((s: Subscriber<BridgeElement>) => s.onSubscribe({ request: () => undefined, cancel: () => undefined }));
+      done = sendFlow(res, never, { heartbeatMs: 20, stallTimeoutMs: 10_000 }).done;
+    };
+    await settle();
+    const before = timeoutCount();
+    const ac = new AbortController();
+    const resp = await fetch(url, { signal: ac.signal });
+    const reader = resp.body!.getReader();
+    await reader.read(); // at least a heartbeat arrived
+    ac.abort();
+    const result = await done!;
+    expect(result.outcome).toBe('client_closed');
+    await settle(100);
+    expect(timeoutCount()).toBeLessThanOrEqual(before);
+  });
+
+  it('ignores a rogue source that emits after complete (no write after end, no crash)', async () => {
+    const url = await listen();
+    let done: Promise<StreamResult> | undefined;
+    const errors: unknown[] = [];
+    handler = (_req, res) => {
+      res.on('error', (e) => errors.push(e));
+      const rogue = new Flow<BridgeElement>((s: Subscriber<BridgeElement>) => {
+        let sent = false;
+        s.onSubscribe({
+          request: () => {
+            if (sent) return;
+            sent = true;
+            s.onNext({ data: 'one' });
+            s.onComplete();
+            s.onNext({ data: 'after-complete' });
+            s.onError(new Error('after complete'));
+            s.onComplete();
+          },
+          cancel: () => undefined,
+        });
+      });
+      done = sendFlow(res, rogue, { heartbeatMs: 0 }).done;
+    };
+    const text = await (await fetch(url)).text();
+    const result = await done!;
+    expect(result.outcome).toBe('completed');
+    expect(text).toContain('data: one');
+    expect(text).not.toContain('after-complete');
+    expect(text).not.toContain('event: error');
+    expect(errors).toEqual([]);
+  });
+
+  it.failing('BUG src/express/bridge.ts:110 sendFlow called twice on one response interleaves two streams instead of refusing the second', async () => {
+    const url = await listen();
+    const second: { handle?: StreamHandle; threw?: unknown } = {};
+    handler = (_req, res) => {
+      sendFlow(res, fromIterable(Array.from({ length: 20 }, (_, i) => ({ data: `first-${i}` }))), { heartbeatMs: 0 });
+      try {
+        second.handle = sendFlow(res, fromIterable(Array.from({ length: 20 }, (_, i) => ({ data: `second-${i}` }))), { heartbeatMs: 0 });
+      } catch (err) {
+        second.threw = err;
+      }
+    };
+    const text = await (await fetch(url)).text();
+    // Either the second call throws, or its handle reports an error without writing a byte.
+    const secondResult = second.handle ? await second.handle.done : undefined;
+    expect(second.threw !== undefined || secondResult?.outcome === 'error').toBe(true);
+    expect(text).not.toContain('second-');
+  });
+});
