@@ -114,7 +114,7 @@ describe('round2 adversarial: resumable passthrough under repeated upstream drop
     expect(seen.length).toBeLessThanOrEqual(1 + 3);
   });
 
-  it('forwards the client's Last-Event-ID on the first upstream request and resumes from it', async () => {
+  it('forwards the client Last-Event-ID on the first upstream request and resumes from it', async () => {
     const url = await setup(numbered(2, 5, false));
     const r = await fetch(url, { headers: { 'last-event-id': '1' } });
     const text = await r.text();

@@ -1,0 +1,54 @@
+import { getMaxListeners } from 'node:events';
+import { startTestGateway, type TestGateway } from '../gateway/helpers';
+
+let t: TestGateway;
+beforeAll(async () => {
+  t = await startTestGateway({ sim: { tokensPerSecond: 200, ttftMs: 5 }, config: { stream: { heartbeatMs: 0 } } });
+});
+afterAll(async () => {
+  await t.close();
+});
+
+describe('round2 adversarial: many concurrent streams and the shared shutdown signal', () => {
+  it.failing(
+    'BUG src/gateway/relay.ts:95 (signal made in src/gateway/app.ts:60) 11+ concurrent streams print MaxListenersExceededWarning: every stream adds an abort listener to the one shared shutdown AbortSignal without setMaxListeners',
+    async () => {
+      // Count live 'abort' listeners per AbortSignal (jest's sandbox does not surface process warnings).
+      const live = new Map<AbortSignal, number>();
+      const peak = new Map<AbortSignal, number>();
+      const proto = EventTarget.prototype;
+      const add = proto.addEventListener;
+      const remove = proto.removeEventListener;
+      proto.addEventListener = function (this: EventTarget, type: string, ...rest: unknown[]) {
+        if (type === 'abort' && this instanceof AbortSignal) {
+          const n = (live.get(this) ?? 0) + 1;
+          live.set(this, n);
+          peak.set(this, Math.max(peak.get(this) ?? 0, n));
+        }
+        return (add as (...a: unknown[]) => void).call(this, type, ...rest);
+      } as typeof proto.addEventListener;
+      proto.removeEventListener = function (this: EventTarget, type: string, ...rest: unknown[]) {
+        if (type === 'abort' && this instanceof AbortSignal) live.set(this, Math.max(0, (live.get(this) ?? 0) - 1));
+        return (remove as (...a: unknown[]) => void).call(this, type, ...rest);
+      } as typeof proto.removeEventListener;
+      try {
+        const body = JSON.stringify({ model: 'sim', stream: true, messages: [{ role: 'user', content: 'hi' }] });
+        const texts = await Promise.all(
+          Array.from({ length: 15 }, () =>
+            fetch(`${t.gateway.url}/v1/chat/completions`, { method: 'POST', body, headers: { 'content-type': 'application/json' } }).then((r) => r.text()),
+          ),
+        );
+        expect(texts.every((x) => x.includes('data: [DONE]'))).toBe(true);
+        // Node warns (MaxListenersExceededWarning) when a signal holds more listeners than its limit.
+        const offenders = [...peak].filter(([signal, n]) => {
+          const max = getMaxListeners(signal);
+          return max !== 0 && n > max;
+        });
+        expect(offenders.map(([, n]) => n)).toEqual([]);
+      } finally {
+        proto.addEventListener = add;
+        proto.removeEventListener = remove;
+      }
+    },
+  );
+});
