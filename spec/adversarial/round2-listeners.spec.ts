@@ -11,7 +11,7 @@ afterAll(async () => {
 
 describe('round2 adversarial: many concurrent streams and the shared shutdown signal', () => {
   it.failing(
-    'BUG src/gateway/relay.ts:95 (signal made in src/gateway/app.ts:60) 11+ concurrent streams print MaxListenersExceededWarning: every stream adds an abort listener to the one shared shutdown AbortSignal without setMaxListeners',
+    'BUG src/gateway/relay.ts:95 (signal made in src/gateway/app.ts:59) 11+ concurrent streams print MaxListenersExceededWarning: every stream adds an abort listener to the one shared shutdown AbortSignal without setMaxListeners',
     async () => {
       // Count live 'abort' listeners per AbortSignal (jest's sandbox does not surface process warnings).
       const live = new Map<AbortSignal, number>();
