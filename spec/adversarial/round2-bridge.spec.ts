@@ -100,7 +100,7 @@ describe('round2 adversarial: demand bridge', () => {
     expect(errors).toEqual([]);
   });
 
-  it.failing('BUG src/express/bridge.ts:110 sendFlow called twice on one response: the second handle resolves "completed" although none of its events reach the client (it should refuse)', async () => {
+  it('(fixed) BUG src/express/bridge.ts:110 sendFlow called twice on one response: the second handle resolves "completed" although none of its events reach the client (it should refuse)', async () => {
     const url = await listen();
     const second: { handle?: StreamHandle; threw?: unknown } = {};
     handler = (_req, res) => {

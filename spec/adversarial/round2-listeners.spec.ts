@@ -10,8 +10,8 @@ afterAll(async () => {
 });
 
 describe('round2 adversarial: many concurrent streams and the shared shutdown signal', () => {
-  it.failing(
-    'BUG src/gateway/relay.ts:95 (signal made in src/gateway/app.ts:59) 11+ concurrent streams print MaxListenersExceededWarning: every stream adds an abort listener to the one shared shutdown AbortSignal without setMaxListeners',
+  it(
+    '(fixed) BUG src/gateway/relay.ts:95 (signal made in src/gateway/app.ts:59) 11+ concurrent streams print MaxListenersExceededWarning: every stream adds an abort listener to the one shared shutdown AbortSignal without setMaxListeners',
     async () => {
       // Count live 'abort' listeners per AbortSignal (jest's sandbox does not surface process warnings).
       const live = new Map<AbortSignal, number>();
@@ -41,9 +41,16 @@ describe('round2 adversarial: many concurrent streams and the shared shutdown si
         expect(texts.every((x) => x.includes('data: [DONE]'))).toBe(true);
         // Node warns (MaxListenersExceededWarning) when a signal holds more listeners than its limit.
         const offenders = [...peak].filter(([signal, n]) => {
-          const max = getMaxListeners(signal);
+          let max: number;
+          try {
+            max = getMaxListeners(signal);
+          } catch {
+            return false; // a signal from another realm (jest's sandbox): Node's limit does not apply
+          }
           return max !== 0 && n > max;
         });
+        // The check must have seen the busy signal: 15 streams each listening to shutdown.
+        expect(Math.max(...peak.values())).toBeGreaterThanOrEqual(15);
         expect(offenders.map(([, n]) => n)).toEqual([]);
       } finally {
         proto.addEventListener = add;

@@ -54,7 +54,7 @@ describe('round2 adversarial: playground API in the gateway', () => {
     expect((await fetch(`${t.gateway.url}/healthz`)).status).toBe(200);
   });
 
-  it.failing('BUG src/playground/router.ts:110 (no error handler after express.json) malformed or oversized JSON to POST /playground/runs gets Express HTML error page with a stack trace, not a JSON 400/413', async () => {
+  it('(fixed) BUG src/playground/router.ts:110 (no error handler after express.json) malformed or oversized JSON to POST /playground/runs gets Express HTML error page with a stack trace, not a JSON 400/413', async () => {
     for (const body of ['{bad', '"x"', JSON.stringify({ label: 'x'.repeat(5000) })]) {
       const r = await postRun(body);
       const text = await r.text();

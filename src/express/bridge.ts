@@ -108,9 +108,21 @@ const BATCH_HIGH_WATER_BYTES = 16 * 1024;
  * `stallTimeoutMs`; the socket is destroyed to release kernel buffers).
  */
 export function sendFlow(res: Response | ServerResponse, flow: Flow<BridgeElement>, options: SendFlowOptions = {}): StreamHandle {
-  const bridge = new DemandBridge(res as ServerResponse, options);
+  const target = res as ServerResponse;
+  if (STREAMING.has(target)) return refused(new TypeError('sendFlow: this response already carries a stream'));
+  STREAMING.add(target);
+  const bridge = new DemandBridge(target, options);
   bridge.start(flow);
   return bridge;
+}
+
+/** Responses a bridge writes to: a second `sendFlow` on one is refused, never interleaved. */
+const STREAMING = new WeakSet<ServerResponse>();
+
+/** The handle of a stream that never started: `done` reports `error`, nothing was subscribed or written. */
+function refused(error: Error): StreamHandle {
+  const result: StreamResult = { outcome: 'error', error, events: 0, bytes: 0, durationMs: 0, peakBufferedBytes: 0 };
+  return { done: Promise.resolve(result), budget: new ByteBudget(1), end: () => undefined };
 }
 
 class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {

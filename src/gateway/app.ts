@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { playgroundRouter } from '../playground';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import { ShutdownError } from '../errors';
@@ -57,6 +58,8 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
   const metrics = deps.metrics ?? new GatewayMetrics();
   const routes = resolveRoutes(config, deps.upstreamUrl ?? config.upstream.url);
   const shutdown = new AbortController();
+  // Every running stream listens for shutdown; the default limit of 10 would warn of a leak.
+  setMaxListeners(0, shutdown.signal);
   const running = new Set<(reason: unknown) => void>();
   const idle: (() => void)[] = [];
   let ready = true;

@@ -1,4 +1,4 @@
-import express, { Router, type Request, type Response } from 'express';
+import express, { Router, type NextFunction, type Request, type Response } from 'express';
 import { sendFlow } from '../express/bridge';
 import { PLAYGROUND_HTML, PLAYGROUND_JS, PLAYGROUND_CSS } from './assets/index';
 import { PlaygroundRun, type RunLimits } from './run';
@@ -107,7 +107,18 @@ export function playgroundRouter(options: PlaygroundOptions = {}): PlaygroundRou
     res.end(PLAYGROUND_CSS);
   });
 
-  router.post('/runs', express.json({ limit: '4kb' }), (req: Request, res: Response) => {
+  // A body the JSON parser refuses (malformed, a scalar, over 4 KiB) gets a JSON error, never
+  // Express' HTML page (which carries a stack trace outside production).
+  const parseScenario = (req: Request, res: Response, next: NextFunction): void => {
+    express.json({ limit: '4kb' })(req, res, (err?: unknown) => {
+      if (err === undefined) return next();
+      const status = (err as { status?: number }).status ?? 400;
+      res.status(status >= 400 && status < 500 ? status : 400).json({
+        error: { code: 'ERR_TIDEGATE_PLAYGROUND_SCENARIO', message: `request body: ${(err as Error).message ?? 'invalid JSON'}` },
+      });
+    });
+  };
+  router.post('/runs', parseScenario, (req: Request, res: Response) => {
     if (closed) return void res.status(503).json({ error: { code: 'ERR_TIDEGATE_SHUTDOWN', message: 'playground closed' } });
     const parsed = scenarioSchema.safeParse(req.body ?? {});
     if (!parsed.success) {
