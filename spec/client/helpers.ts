@@ -29,11 +29,11 @@ export type Handler = (req: http.IncomingMessage, res: http.ServerResponse, inde
 export async function scriptedServer(handler: Handler, port = 0): Promise<ScriptedServer> {
   const requests: SeenRequest[] = [];
   const sockets = new Set<net.Socket>();
-  const server = await listenOn(port, (req, res) => {
+  const server = await listen((req, res) => {
     const index = requests.length;
     requests.push({ index, method: req.method ?? '', headers: req.headers, at: performance.now() });
     handler(req, res, index);
-  });
+  }, port);
   server.server.on('connection', (s: net.Socket) => {
     sockets.add(s);
     s.on('close', () => sockets.delete(s));
@@ -41,25 +41,6 @@ export async function scriptedServer(handler: Handler, port = 0): Promise<Script
   return { url: `${server.url}/sse`, port: server.port, requests, openSockets: () => sockets.size, close: server.close };
 }
 
-async function listenOn(port: number, handler: http.RequestListener): ReturnType<typeof listen> {
-  if (port === 0) return listen(handler);
-  const { default: httpMod } = await import('node:http');
-  const server = httpMod.createServer(handler);
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, '127.0.0.1', () => resolve());
-  });
-  return {
-    server,
-    port,
-    url: `http://127.0.0.1:${port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
 
 export function sseHead(res: http.ServerResponse, extra: Record<string, string> = {}): void {
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', ...extra });

@@ -2,15 +2,24 @@ import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 
-/** Starts `handler` (an Express app or request listener) on 127.0.0.1:0. */
-export async function listen(handler: http.RequestListener): Promise<{ server: http.Server; port: number; url: string; close(): Promise<void> }> {
+/** Starts `handler` (an Express app or request listener) on 127.0.0.1, on `port` (0: ephemeral). */
+export async function listen(
+  handler: http.RequestListener,
+  port = 0,
+): Promise<{ server: http.Server; port: number; url: string; close(): Promise<void> }> {
   const server = http.createServer(handler);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as AddressInfo).port;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const bound = (server.address() as AddressInfo).port;
   return {
     server,
-    port,
-    url: `http://127.0.0.1:${port}`,
+    port: bound,
+    url: `http://127.0.0.1:${bound}`,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
