@@ -43,6 +43,8 @@ describe('stalled reader behind onBackpressureBuffer({ overflow: "terminate" })'
       // The concurrent reader got its whole stream.
       await waitFor(() => results.has('reader'), 20_000);
       expect(results.get('reader')!.outcome).toBe('completed');
+      // The bridge is done once the last bytes were handed to the socket; wait for them to arrive.
+      expect(await reader.waitClosed(10_000)).toBe(true);
       expect(reader.body().trimEnd().endsWith('data: [DONE]')).toBe(true);
       stalled.destroy();
       reader.destroy();
