@@ -6,3 +6,7 @@ export type { SseEventInit } from './encode';
 export { sseDecode } from './sse-decode';
 export type { SseDecodeOptions } from './sse-decode';
 export { sseEncode } from './sse-encode';
+export { createFrameSplitter, DEFAULT_MAX_FRAME_BYTES, SseFrame } from './frames';
+export type { FrameSplitter, FrameSplitterOptions } from './frames';
+export { sseFrames } from './sse-frames';
+export type { SseFramesOptions } from './sse-frames';

@@ -1,9 +1,6 @@
-import { addDemand } from '../flow/demand';
-import { discardAll, reportDropped } from '../flow/discard';
 import { Flow, type FlowOperator } from '../flow/flow';
-import { ArrayQueue } from '../flow/queue';
-import type { FlowContext, Subscriber, Subscription } from '../flow/types';
-import { createSseParser, type SseEvent, type SseParser } from './parser';
+import { ChunkDecodeSubscriber, LastEventIdMark, type ChunkDecoderFactory } from './decode-subscriber';
+import { createSseParser, type SseEvent } from './parser';
 
 /** Options for {@link sseDecode}: the parser's limits and side callbacks. */
 export interface SseDecodeOptions {
@@ -21,11 +18,6 @@ export interface SseDecodeOptions {
    * delivered, so a client resuming from it never skips an event it has not seen.
    */
   onLastEventId?: (lastEventId: string) => void;
-}
-
-/** A last-event-ID change queued in order with the events; costs no demand. */
-class LastEventIdMark {
-  constructor(readonly lastEventId: string) {}
 }
 
 /**
@@ -54,125 +46,18 @@ class LastEventIdMark {
  */
 export function sseDecode(options: SseDecodeOptions = {}): FlowOperator<Uint8Array, SseEvent> {
   return (source) =>
-    new Flow<SseEvent>((actual, context) => source.subscribeWith(new SseDecodeSubscriber(actual, context, options), context));
+    new Flow<SseEvent>((actual, context) => source.subscribeWith(new ChunkDecodeSubscriber<SseEvent>(actual, context, decoderFor(options), options.onLastEventId), context));
 }
 
-class SseDecodeSubscriber implements Subscriber<Uint8Array>, Subscription {
-  private upstream: Subscription | undefined;
-  private readonly queue = new ArrayQueue<SseEvent | LastEventIdMark>();
-  private readonly onLastEventId: ((lastEventId: string) => void) | undefined;
-  private readonly parser: SseParser;
-  private demand = 0;
-  /** Outstanding upstream request: 0, 1 or Infinity. */
-  private upstreamRequested = 0;
-  private wip = 0;
-  private done = false;
-  private failed = false;
-  private failure: unknown = undefined;
-  private cancelled = false;
-  private terminated = false;
-
-  constructor(
-    private readonly actual: Subscriber<SseEvent>,
-    private readonly context: FlowContext,
-    options: SseDecodeOptions,
-  ) {
-    this.onLastEventId = options.onLastEventId;
-    this.parser = createSseParser({
-      onEvent: (event) => this.queue.push(event),
-      onLastEventId: options.onLastEventId === undefined ? undefined : (id) => this.queue.push(new LastEventIdMark(id)),
+function decoderFor(options: SseDecodeOptions): ChunkDecoderFactory<SseEvent> {
+  return (push, fail) =>
+    createSseParser({
+      onEvent: push,
+      onLastEventId: options.onLastEventId === undefined ? undefined : (id) => push(new LastEventIdMark(id)),
       onRetry: options.onRetry,
       onComment: options.onComment,
       maxLineBytes: options.maxLineBytes,
       maxEventBytes: options.maxEventBytes,
-      onError: (error) => this.fail(error),
+      onError: fail,
     });
-  }
-
-  onSubscribe(s: Subscription): void {
-    this.upstream = s;
-    this.actual.onSubscribe(this);
-  }
-
-  request(n: number): void {
-    if (this.cancelled || this.terminated) return;
-    this.demand = addDemand(this.demand, n);
-    this.drain();
-  }
-
-  cancel(): void {
-    if (this.cancelled) return;
-    this.cancelled = true;
-    this.upstream?.cancel();
-    this.parser.reset();
-    discardAll(this.context, this.queue.drainAll().filter((e) => !(e instanceof LastEventIdMark)));
-  }
-
-  onNext(chunk: Uint8Array): void {
-    if (this.done || this.cancelled) return;
-    if (this.upstreamRequested === 1) this.upstreamRequested = 0;
-    try {
-      this.parser.feed(chunk);
-    } catch (err) {
-      this.fail(err); // a throwing onRetry/onComment callback
-    }
-    this.drain();
-  }
-
-  onError(error: unknown): void {
-    if (this.done || this.cancelled) {
-      if (!this.cancelled) reportDropped(error);
-      return;
-    }
-    this.done = true;
-    this.failed = true;
-    this.failure = error;
-    this.drain();
-  }
-
-  onComplete(): void {
-    if (this.done || this.cancelled) return;
-    this.parser.end();
-    this.done = true;
-    this.drain();
-  }
-
-  private fail(error: unknown): void {
-    if (this.done) return;
-    this.done = true;
-    this.failed = true;
-    this.failure = error;
-    this.upstream?.cancel();
-  }
-
-  private drain(): void {
-    if (this.wip++ !== 0) return;
-    let missed = 1;
-    for (;;) {
-      while (this.queue.length > 0 && !this.cancelled) {
-        if (this.queue.peek() instanceof LastEventIdMark) {
-          this.onLastEventId?.((this.queue.shift() as LastEventIdMark).lastEventId);
-          continue;
-        }
-        if (this.demand === 0) break;
-        const event = this.queue.shift() as SseEvent;
-        if (this.demand !== Infinity) this.demand--;
-        this.actual.onNext(event);
-      }
-      if (this.cancelled || this.terminated) return;
-      if (this.done) {
-        if (this.queue.length === 0) {
-          this.terminated = true;
-          if (this.failed) this.actual.onError(this.failure);
-          else this.actual.onComplete();
-          return;
-        }
-      } else if (this.demand > 0 && this.queue.length === 0 && this.upstreamRequested === 0) {
-        this.upstreamRequested = this.demand === Infinity ? Infinity : 1;
-        this.upstream?.request(this.upstreamRequested); // may re-enter onNext synchronously
-      }
-      missed = this.wip -= missed;
-      if (missed === 0) return;
-    }
-  }
 }

@@ -1,0 +1,142 @@
+import { addDemand } from '../flow/demand';
+import { discardAll, reportDropped } from '../flow/discard';
+import { ArrayQueue } from '../flow/queue';
+import type { FlowContext, Subscriber, Subscription } from '../flow/types';
+
+/** A streaming decoder driven by {@link ChunkDecodeSubscriber}: it pushes what it decodes synchronously. */
+export interface ChunkDecoder {
+  feed(chunk: Uint8Array): void;
+  end(): void;
+  reset(): void;
+}
+
+/** A last-event-ID change queued in order with the events; costs no demand. */
+export class LastEventIdMark {
+  constructor(readonly lastEventId: string) {}
+}
+
+/** Builds a stream's decoder around the subscriber's `push` (queue an output) and `fail` (a limit error). */
+export type ChunkDecoderFactory<T> = (push: (item: T | LastEventIdMark) => void, fail: (error: unknown) => void) => ChunkDecoder;
+
+/**
+ * The demand and terminal rules shared by `sseDecode` and `sseFrames`: bytes in, decoded items
+ * out, one upstream chunk requested at a time while downstream demand is unmet and nothing
+ * decoded is waiting (so the queue only ever holds the outputs of ONE chunk); unbounded when
+ * downstream demand is. Errors (a decoder limit, upstream) are delivered after the queued items.
+ */
+export class ChunkDecodeSubscriber<T> implements Subscriber<Uint8Array>, Subscription {
+
+  private upstream: Subscription | undefined;
+  private readonly queue = new ArrayQueue<T | LastEventIdMark>();
+  private readonly onLastEventId: ((lastEventId: string) => void) | undefined;
+  private readonly decoder: ChunkDecoder;
+  private demand = 0;
+  /** Outstanding upstream request: 0, 1 or Infinity. */
+  private upstreamRequested = 0;
+  private wip = 0;
+  private done = false;
+  private failed = false;
+  private failure: unknown = undefined;
+  private cancelled = false;
+  private terminated = false;
+
+  constructor(
+    private readonly actual: Subscriber<T>,
+    private readonly context: FlowContext,
+    decoder: ChunkDecoderFactory<T>,
+    onLastEventId?: (lastEventId: string) => void,
+  ) {
+    this.onLastEventId = onLastEventId;
+    this.decoder = decoder(
+      (item) => this.queue.push(item),
+      (error) => this.fail(error),
+    );
+  }
+
+  onSubscribe(s: Subscription): void {
+    this.upstream = s;
+    this.actual.onSubscribe(this);
+  }
+
+  request(n: number): void {
+    if (this.cancelled || this.terminated) return;
+    this.demand = addDemand(this.demand, n);
+    this.drain();
+  }
+
+  cancel(): void {
+    if (this.cancelled) return;
+    this.cancelled = true;
+    this.upstream?.cancel();
+    this.decoder.reset();
+    discardAll(this.context, this.queue.drainAll().filter((e) => !(e instanceof LastEventIdMark)));
+  }
+
+  onNext(chunk: Uint8Array): void {
+    if (this.done || this.cancelled) return;
+    if (this.upstreamRequested === 1) this.upstreamRequested = 0;
+    try {
+      this.decoder.feed(chunk);
+    } catch (err) {
+      this.fail(err); // a throwing callback of the decoder's
+    }
+    this.drain();
+  }
+
+  onError(error: unknown): void {
+    if (this.done || this.cancelled) {
+      if (!this.cancelled) reportDropped(error);
+      return;
+    }
+    this.done = true;
+    this.failed = true;
+    this.failure = error;
+    this.drain();
+  }
+
+  onComplete(): void {
+    if (this.done || this.cancelled) return;
+    this.decoder.end();
+    this.done = true;
+    this.drain();
+  }
+
+  private fail(error: unknown): void {
+    if (this.done) return;
+    this.done = true;
+    this.failed = true;
+    this.failure = error;
+    this.upstream?.cancel();
+  }
+
+  private drain(): void {
+    if (this.wip++ !== 0) return;
+    let missed = 1;
+    for (;;) {
+      while (this.queue.length > 0 && !this.cancelled) {
+        if (this.queue.peek() instanceof LastEventIdMark) {
+          this.onLastEventId?.((this.queue.shift() as LastEventIdMark).lastEventId);
+          continue;
+        }
+        if (this.demand === 0) break;
+        const event = this.queue.shift() as T;
+        if (this.demand !== Infinity) this.demand--;
+        this.actual.onNext(event);
+      }
+      if (this.cancelled || this.terminated) return;
+      if (this.done) {
+        if (this.queue.length === 0) {
+          this.terminated = true;
+          if (this.failed) this.actual.onError(this.failure);
+          else this.actual.onComplete();
+          return;
+        }
+      } else if (this.demand > 0 && this.queue.length === 0 && this.upstreamRequested === 0) {
+        this.upstreamRequested = this.demand === Infinity ? Infinity : 1;
+        this.upstream?.request(this.upstreamRequested); // may re-enter onNext synchronously
+      }
+      missed = this.wip -= missed;
+      if (missed === 0) return;
+    }
+  }
+}
