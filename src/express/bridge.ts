@@ -5,7 +5,7 @@ import { ByteBudget } from '../flow/budget';
 import type { Flow } from '../flow/flow';
 import { ArrayQueue } from '../flow/queue';
 import type { Subscriber, Subscription } from '../flow/types';
-import { encodeSse, type SseEventInit } from '../sse';
+import { encodeSse, SseFrame, type SseEventInit } from '../sse';
 import { kernelSendQueueBytes } from './tcp-send-queue';
 
 /** How a stream ended; reported to {@link SendFlowOptions.onFinish} and logged by the gateway. */
@@ -22,7 +22,7 @@ export interface StreamResult {
   outcome: StreamOutcome;
   /** The error that ended the stream, if any. */
   error?: unknown;
-  /** Elements written (heartbeats not counted). */
+  /** Elements written: events, or {@link SseFrame}s in the byte relay (heartbeats not counted). */
   events: number;
   /** Body bytes handed to `res.write()` (heartbeats included). */
   bytes: number;
@@ -34,8 +34,11 @@ export interface StreamResult {
   peakBufferedBytes: number;
 }
 
-/** An element the bridge writes: an event to encode, or bytes already encoded as SSE. */
-export type BridgeElement = SseEventInit | Uint8Array;
+/**
+ * An element the bridge writes: an event to encode, bytes already encoded as SSE (whole events),
+ * or an {@link SseFrame} of the byte relay (written as its bytes, counted as its events).
+ */
+export type BridgeElement = SseEventInit | Uint8Array | SseFrame;
 
 /** Options of {@link sendFlow} and the `sse()` middleware. Units in the names. */
 export interface SendFlowOptions {
@@ -296,9 +299,11 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
   private sampleProgress(): boolean {
     const socket = this.res.socket;
     const unsent = this.res.writableLength;
-    const kernel = socket ? kernelSendQueueBytes(socket) : undefined;
-    const moved = unsent < this.stallUnsent || (kernel !== undefined && kernel !== this.stallKernel);
+    const shrank = unsent < this.stallUnsent;
     this.stallUnsent = unsent;
+    // Reading the kernel's queue parses /proc/net/tcp: only when Node's own count shows nothing.
+    const kernel = shrank || !socket ? undefined : kernelSendQueueBytes(socket);
+    const moved = shrank || (kernel !== undefined && this.stallKernel !== undefined && kernel !== this.stallKernel);
     this.stallKernel = kernel;
     return moved;
   }
@@ -385,7 +390,9 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
   private armStall(): void {
     const stallMs = this.options.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_MS;
     if (stallMs <= 0 || this.stallTimer !== undefined) return;
-    this.sampleProgress();
+    // The kernel's queue is first sampled at the first check: most full sockets drain before it.
+    this.stallUnsent = this.res.writableLength;
+    this.stallKernel = undefined;
     this.lastProgressAt = Date.now();
     this.stallTimer = setTimeout(this.onStallCheck, this.stallTickMs(stallMs));
   }
@@ -470,6 +477,7 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
 type Chunk = Buffer;
 
 function toChunk(element: BridgeElement): Chunk {
+  if (element instanceof SseFrame) return element.bytes;
   if (element instanceof Uint8Array) {
     return Buffer.isBuffer(element) ? element : Buffer.from(element.buffer, element.byteOffset, element.byteLength);
   }

@@ -14,6 +14,7 @@ const USAGE = `Usage: tidegate [options]
   --max-buffered-bytes N     per-stream byte budget (default 262144)
   --stall-timeout-ms N       end a stream whose client reads nothing for N ms (default 30000)
   --overflow pause|terminate pause the upstream (default) or end the stream when the budget is spent
+  --relay bytes|events       forward the upstream's event bytes (default) or decode and re-encode each event
   --heartbeat-ms N           ": ping" after N ms of silence (default 15000)
   --shutdown-grace-ms N      on SIGTERM, let streams finish for N ms (default 10000)
   -h, --help                 this text
@@ -47,6 +48,7 @@ async function main(): Promise<void> {
       'stream.maxBufferedBytes': num('max-buffered-bytes', values['max-buffered-bytes']),
       'stream.stallTimeoutMs': num('stall-timeout-ms', values['stall-timeout-ms']),
       'stream.overflow': values.overflow,
+      'stream.relay': values.relay,
       'stream.heartbeatMs': num('heartbeat-ms', values['heartbeat-ms']),
       'shutdown.graceMs': num('shutdown-grace-ms', values['shutdown-grace-ms']),
     },
@@ -84,6 +86,7 @@ function parseFlags() {
         'max-buffered-bytes': { type: 'string' },
         'stall-timeout-ms': { type: 'string' },
         overflow: { type: 'string' },
+        relay: { type: 'string' },
         'heartbeat-ms': { type: 'string' },
         'shutdown-grace-ms': { type: 'string' },
         help: { type: 'boolean', short: 'h' },

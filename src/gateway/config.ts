@@ -20,6 +20,12 @@ const policyShape = {
   maxEventBytes: int(1024),
   /** `limitRate(n)` on the events: at most n requested upstream at once (0 = off). */
   limitRate: int(0),
+  /**
+   * `bytes`: forward each upstream event's own bytes in frames, decoding only what the provider
+   * adapter must see (used when the route has no `limitRate` and no user policy). `events`:
+   * decode and re-encode every event.
+   */
+  relay: z.enum(['bytes', 'events']),
 };
 
 /** Stream policy defaults. */
@@ -31,6 +37,7 @@ export const DEFAULT_POLICY: StreamPolicy = {
   heartbeatMs: 15_000,
   maxEventBytes: 1024 * 1024,
   limitRate: 0,
+  relay: 'bytes',
 };
 
 /** Upstream timeouts, ms (0 disables one). */
@@ -248,6 +255,7 @@ export const ENV_OVERRIDES: Readonly<Record<string, string>> = {
   UPSTREAM_API_KEY: 'upstream.apiKey',
   TIDEGATE_MAX_BUFFERED_BYTES: 'stream.maxBufferedBytes',
   TIDEGATE_OVERFLOW: 'stream.overflow',
+  TIDEGATE_RELAY: 'stream.relay',
   TIDEGATE_STALL_TIMEOUT_MS: 'stream.stallTimeoutMs',
   TIDEGATE_HEARTBEAT_MS: 'stream.heartbeatMs',
   TIDEGATE_FIRST_BYTE_TIMEOUT_MS: 'timeouts.firstByteMs',

@@ -10,9 +10,9 @@ import { map } from '../flow/operators/map';
 import { onBackpressureBuffer } from '../flow/operators/on-backpressure-buffer';
 import { OperatorSubscriber, operator } from '../flow/operators/operator-subscriber';
 import type { FlowContext, Subscriber } from '../flow/types';
-import { sseDecode, type SseEvent } from '../sse';
+import { SseFrame, sseDecode, sseFrames } from '../sse';
 import { UpstreamHttpError, UpstreamResetError, UpstreamStreamError, UpstreamTruncatedError } from '../upstream/errors';
-import { adaptProvider } from '../upstream/providers/adapt';
+import { adaptFrames, adaptProvider } from '../upstream/providers/adapt';
 import { codeOf } from '../upstream/providers/errors-http';
 import type { GatewayEvent, ProviderAdapter, TokenUsage } from '../upstream/providers/types';
 import { fetchUpstream, openUpstreamStream, type UpstreamRequest } from '../upstream/request';
@@ -168,13 +168,14 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
     }
 
     const budget = new ByteBudget(route.policy.maxBufferedBytes);
-    let decoded: Flow<SseEvent>;
+    const frameBytes = byteRelayFrameBytes(route, res, options.policy !== undefined);
+    let events: Flow<GatewayEvent>;
     let body$: Readable | undefined;
     if (route.resumable && route.provider === 'passthrough') {
       // Resumable routes read the upstream through connectSse: a dropped upstream is reconnected
       // with Last-Event-ID (its own backoff), so these may reconnect after the first byte.
       attempts++;
-      decoded = await openResumableStream({
+      const decoded = await openResumableStream({
         url: upstreamRequest.url,
         method: upstreamRequest.method ?? 'GET',
         headers: withoutLastEventId(upstreamRequest.headers ?? {}), // connectSse sends it, updated on each reconnect
@@ -190,13 +191,17 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
         throw err;
       });
       metrics.upstreamRequests.inc({ route: route.path, outcome: 'ok' });
+      events = decoded.pipe(adaptProvider(adapter));
     } else {
       // Only this call is retried: it ends at the upstream's status line, before the client saw a byte.
       const upstream = await withRetries(() => attempt(() => openUpstreamStream(upstreamRequest)), route.retry, retryOptions);
-      decoded = upstream.body.pipe(sseDecode({ maxEventBytes: route.policy.maxEventBytes, maxLineBytes: route.policy.maxEventBytes }));
       body$ = upstream.response.body as unknown as Readable;
+      events =
+        frameBytes === undefined
+          ? upstream.body.pipe(sseDecode({ maxEventBytes: route.policy.maxEventBytes, maxLineBytes: route.policy.maxEventBytes }), adaptProvider(adapter))
+          : upstream.body.pipe(sseFrames({ maxEventBytes: route.policy.maxEventBytes, maxFrameBytes: frameBytes }), adaptFrames(adapter));
     }
-    const flow = buildChain(decoded, {
+    const flow = buildChain(events, {
       route,
       adapter,
       budget,
@@ -216,7 +221,7 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
       upstreamPaused: () => body$ !== undefined && body$.isPaused() && body$.readableLength > 0 && !body$.readableEnded,
     });
     const handle = sendFlow(res, flow, {
-      prefetch: route.policy.prefetch,
+      prefetch: frameBytes === undefined ? route.policy.prefetch : FRAME_PREFETCH,
       budget,
       stallTimeoutMs: route.policy.stallTimeoutMs,
       heartbeatMs: route.policy.heartbeatMs,
@@ -278,15 +283,32 @@ interface ChainOptions {
   onFirstToken(): void;
 }
 
+/** Frames the bridge requests ahead in the byte relay. */
+const FRAME_PREFETCH = 2;
+/** Largest frame of the byte relay, bytes. */
+const MAX_FRAME_BYTES = 16 * 1024;
+/** Below this frame size the byte relay gains little: events are relayed one by one. */
+const MIN_FRAME_BYTES = 1024;
+
 /**
- * (bytes → `sseDecode`, or connectSse) → provider adapter → usage/ttft tap → `limitRate` → user policy →
- * overflow buffer (`terminate` only) → the provider's wire frames.
+ * The frame size of the byte relay for this stream, bytes, or `undefined` to relay events
+ * (`relay: events`, a `limitRate`, a user policy or a resumable route: they count or see events).
+ * Sized so `pause` never overflows the budget on frames alone: with the socket full the bridge
+ * holds at most `writableHighWaterMark` + 2 × {@link FRAME_PREFETCH} frames.
  */
-function buildChain(decoded: Flow<SseEvent>, o: ChainOptions): Flow<BridgeElement> {
-  let events: Flow<GatewayEvent> = decoded.pipe(
-    adaptProvider(o.adapter),
-    operator<GatewayEvent, GatewayEvent>((actual, context) => new ObserveSubscriber(actual, context, o)),
-  );
+function byteRelayFrameBytes(route: ResolvedRoute, res: Response, hasPolicy: boolean): number | undefined {
+  if (route.policy.relay !== 'bytes' || hasPolicy || route.policy.limitRate > 0 || route.resumable) return undefined;
+  const fit = Math.floor((route.policy.maxBufferedBytes - res.writableHighWaterMark) / (2 * FRAME_PREFETCH + 1));
+  const frameBytes = Math.min(MAX_FRAME_BYTES, fit);
+  return frameBytes >= MIN_FRAME_BYTES ? frameBytes : undefined;
+}
+
+/**
+ * (bytes → `sseDecode` → adapter, `sseFrames` → `adaptFrames`, or connectSse → adapter) → usage/ttft
+ * tap → `limitRate` → user policy → overflow buffer (`terminate` only) → the provider's wire frames.
+ */
+function buildChain(adapted: Flow<GatewayEvent>, o: ChainOptions): Flow<BridgeElement> {
+  let events: Flow<GatewayEvent> = adapted.pipe(operator<GatewayEvent, GatewayEvent>((actual, context) => new ObserveSubscriber(actual, context, o)));
   if (o.route.policy.limitRate > 0) events = events.pipe(limitRate<GatewayEvent>(o.route.policy.limitRate));
   if (o.policy) events = o.policy(events, { streamId: o.streamId, route: o.route, budget: o.budget, req: o.req });
   if (o.route.policy.overflow === 'terminate') {
@@ -308,11 +330,11 @@ class ObserveSubscriber extends OperatorSubscriber<GatewayEvent, GatewayEvent> {
   }
 
   onNext(e: GatewayEvent): void {
-    if (e.type === 'delta' && !this.seenToken) {
+    if ((e.type === 'delta' || (e.type === 'frames' && e.delta)) && !this.seenToken) {
       this.seenToken = true;
       this.o.onFirstToken();
     }
-    const u = e.type === 'usage' || e.type === 'delta' ? e.usage : undefined;
+    const u = e.type === 'usage' || e.type === 'delta' || e.type === 'frames' ? e.usage : undefined;
     if (u) {
       if (u.inputTokens !== undefined) this.o.usage.inputTokens = u.inputTokens;
       if (u.outputTokens !== undefined) this.o.usage.outputTokens = u.outputTokens;
@@ -324,6 +346,7 @@ class ObserveSubscriber extends OperatorSubscriber<GatewayEvent, GatewayEvent> {
 /** Encoded size of an event's wire frame, bytes (close to what the bridge will write). */
 function wireBytes(e: GatewayEvent): number {
   const w = e.wire;
+  if (w instanceof SseFrame) return w.bytes.length;
   return Buffer.byteLength(w.data ?? '') + (w.event ? w.event.length + 8 : 0) + (w.id ? Buffer.byteLength(w.id) + 5 : 0) + 8;
 }
 

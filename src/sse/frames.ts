@@ -8,12 +8,21 @@ import { DEFAULT_MAX_EVENT_BYTES } from './parser';
  * are, between any other events. LF line ends only and valid UTF-8 (see {@link createFrameSplitter}).
  */
 export class SseFrame {
+  private counted = -1;
+
   constructor(
     /** The blocks' bytes: starts at a boundary, ends with `\n\n`. */
     readonly bytes: Buffer,
-    /** How many blank-line dispatch points the bytes hold (events, counting comment-only blocks). */
-    readonly events: number,
   ) {}
+
+  /**
+   * How many blank-line dispatch points the bytes hold (events, counting comment-only blocks).
+   * Counted on first read (a native scan per event), so a relay that does not ask does not pay.
+   */
+  get events(): number {
+    if (this.counted < 0) this.counted = countBlanks(this.bytes);
+    return this.counted;
+  }
 }
 
 /** Options for {@link createFrameSplitter}. */
@@ -194,7 +203,7 @@ class FrameSplitterImpl implements FrameSplitter {
       }
       const bytes = complete.subarray(pos, end);
       pos = end;
-      this.onFrame(new SseFrame(bytes, countBlanks(bytes)));
+      this.onFrame(new SseFrame(bytes));
     }
   }
 

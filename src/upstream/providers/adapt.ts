@@ -1,9 +1,9 @@
 import type { FlowOperator } from '../../flow/flow';
 import { OperatorSubscriber, operator } from '../../flow/operators/operator-subscriber';
 import type { FlowContext, Subscriber } from '../../flow/types';
-import type { SseEvent } from '../../sse';
+import { createSseParser, SseFrame, type SseEvent } from '../../sse';
 import { UpstreamTruncatedError } from '../errors';
-import type { GatewayEvent, ProviderAdapter } from './types';
+import type { GatewayEvent, ProviderAdapter, TokenUsage } from './types';
 
 /**
  * Decodes upstream SSE events with `adapter` into {@link GatewayEvent}s and applies the
@@ -19,14 +19,93 @@ import type { GatewayEvent, ProviderAdapter } from './types';
  * body.pipe(sseDecode(), adaptProvider(openaiAdapter));
  */
 export function adaptProvider(adapter: ProviderAdapter): FlowOperator<SseEvent, GatewayEvent> {
-  return operator<SseEvent, GatewayEvent>((actual, context) => new AdaptSubscriber(actual, context, adapter));
+  return operator<SseEvent, GatewayEvent>((actual, context) => new AdaptSubscriber(actual, context, adapter, eventStep(adapter)));
+}
+
+/**
+ * The byte relay's {@link adaptProvider}: the same end rules, on {@link SseFrame}s (from
+ * `sseFrames`). A frame the adapter's `needsDecode` passes over, once the first text has been
+ * seen, goes on as one `frames` event carrying its own bytes, never decoded. Any other frame is
+ * split into its blocks and each is decoded with the adapter: the blocks before a terminator
+ * or an error go on as one `frames` event (the terminator's block included, nothing after it),
+ * an error then ends the sequence as in {@link adaptProvider}.
+ *
+ * Demand: passes requests and cancel through untouched (one frame in, at most one out).
+ * Discard: nothing held.
+ *
+ * @example
+ * body.pipe(sseFrames(), adaptFrames(openaiAdapter));
+ */
+export function adaptFrames(adapter: ProviderAdapter): FlowOperator<SseFrame, GatewayEvent> {
+  return operator<SseFrame, GatewayEvent>((actual, context) => new AdaptSubscriber(actual, context, adapter, frameStep(adapter)));
+}
+
+/** What one input makes: an event to emit (or none), then optionally the end of the sequence. */
+interface Step {
+  out?: GatewayEvent;
+  end?: 'done' | { error: unknown };
+}
+
+/** A stream's decode step: one event → one GatewayEvent. */
+function eventStep(adapter: ProviderAdapter): (value: SseEvent) => Step {
+  const decode = adapter.decoder();
+  return (value) => {
+    const event = decode(value);
+    if (event.type === 'error') return { end: { error: event.error } };
+    return event.type === 'done' ? { out: event, end: 'done' } : { out: event };
+  };
+}
+
+const BLANK = Buffer.from('\n\n');
+
+/** A stream's frame step: relayed as bytes, or split into blocks and decoded (see {@link adaptFrames}). */
+function frameStep(adapter: ProviderAdapter): (frame: SseFrame) => Step {
+  const decode = adapter.decoder();
+  let parsed: SseEvent | undefined;
+  // Frames hold whole blocks within the splitter's limits: one event at most per block fed.
+  const parser = createSseParser({ onEvent: (e) => (parsed = e), maxLineBytes: Infinity, maxEventBytes: Infinity });
+  let sawText = false;
+  return (frame) => {
+    if (sawText && adapter.needsDecode !== undefined && !adapter.needsDecode(frame.bytes)) return { out: { type: 'frames', wire: frame, delta: false } };
+    const bytes = frame.bytes;
+    let usage: TokenUsage | undefined;
+    let delta = false;
+    let pos = 0;
+    const upTo = (end: number): GatewayEvent | undefined => {
+      if (end === 0) return undefined;
+      const wire = end === bytes.length ? frame : new SseFrame(bytes.subarray(0, end));
+      return usage === undefined ? { type: 'frames', wire, delta } : { type: 'frames', wire, delta, usage };
+    };
+    while (pos < bytes.length) {
+      const at = bytes.indexOf(BLANK, pos);
+      const end = at === -1 ? bytes.length : at + 2;
+      parsed = undefined;
+      parser.feed(bytes.subarray(pos, end));
+      const start = pos;
+      pos = end;
+      if (parsed === undefined) continue;
+      const event = decode(parsed);
+      if (event.type === 'error') return { out: upTo(start), end: { error: event.error } };
+      if (event.type === 'delta') delta = sawText = true;
+      if ((event.type === 'delta' || event.type === 'usage') && event.usage !== undefined) usage = { ...usage, ...definedOnly(event.usage) };
+      if (event.type === 'done') return { out: upTo(end), end: 'done' };
+    }
+    return { out: upTo(bytes.length) };
+  };
+}
+
+function definedOnly(u: TokenUsage): TokenUsage {
+  const out: TokenUsage = {};
+  if (u.inputTokens !== undefined) out.inputTokens = u.inputTokens;
+  if (u.outputTokens !== undefined) out.outputTokens = u.outputTokens;
+  if (u.totalTokens !== undefined) out.totalTokens = u.totalTokens;
+  return out;
 }
 
 /** How long the upstream may take to close after its terminator before it is cancelled, ms. */
 const DRAIN_AFTER_DONE_MS = 1000;
 
-class AdaptSubscriber extends OperatorSubscriber<SseEvent, GatewayEvent> {
-  private readonly decode: (event: SseEvent) => GatewayEvent;
+class AdaptSubscriber<T> extends OperatorSubscriber<T, GatewayEvent> {
   private sawDone = false;
   private drainTimer: NodeJS.Timeout | undefined;
 
@@ -34,26 +113,27 @@ class AdaptSubscriber extends OperatorSubscriber<SseEvent, GatewayEvent> {
     actual: Subscriber<GatewayEvent>,
     context: FlowContext,
     private readonly adapter: ProviderAdapter,
+    private readonly step: (value: T) => Step,
   ) {
     super(actual, context);
-    this.decode = adapter.decoder();
   }
 
-  onNext(value: SseEvent): void {
+  onNext(value: T): void {
     if (this.done) return; // after the terminator: drained and dropped
-    let event: GatewayEvent;
+    let step: Step;
     try {
-      event = this.decode(value);
+      step = this.step(value);
     } catch (err) {
       this.fail(err);
       return;
     }
-    if (event.type === 'error') {
-      this.fail(event.error);
+    if (step.out !== undefined) this.actual.onNext(step.out);
+    else if (step.end === undefined) this.upstream.request(1); // nothing to emit: the demand is still unmet
+    if (typeof step.end === 'object') {
+      if (!this.done && !this.cancelled) this.fail(step.end.error);
       return;
     }
-    this.actual.onNext(event);
-    if (event.type === 'done' && !this.done && !this.cancelled) {
+    if (step.end === 'done' && !this.done && !this.cancelled) {
       this.sawDone = true;
       this.done = true;
       this.actual.onComplete();

@@ -9,6 +9,9 @@ import { num, obj, parseObject, reencoder } from './wire';
 /** The Anthropic API version sent upstream when the client sent none. */
 export const DEFAULT_ANTHROPIC_VERSION = '2023-06-01';
 
+const MESSAGE_NEEDLE = Buffer.from('message_');
+const ERROR_NEEDLE = Buffer.from('rror');
+
 /** The Anthropic error object `{type, message}` (plus tidegate's `code` for its own errors). */
 function anthropicError(error: unknown): { type: string; message: string; code?: string } {
   if (error instanceof UpstreamStreamError) return { type: error.type, message: error.message };
@@ -69,6 +72,11 @@ export const anthropicAdapter: ProviderAdapter = {
           return { type: 'frame', wire };
       }
     };
+  },
+  needsDecode(frame) {
+    // message_start / message_delta (usage), message_stop (the terminator), error events
+    // (`event: error`, `"type":"error"`); `rror` is a rarer first byte to search for than `e`.
+    return frame.indexOf(MESSAGE_NEEDLE) !== -1 || frame.indexOf(ERROR_NEEDLE) !== -1;
   },
   authHeaders(apiKey): Record<string, string> {
     return apiKey ? { 'x-api-key': apiKey } : {};

@@ -17,6 +17,28 @@ function usageOf(v: unknown): TokenUsage | undefined {
   return { inputTokens: num(u.prompt_tokens), outputTokens: num(u.completion_tokens), totalTokens: num(u.total_tokens) };
 }
 
+// Needles for the byte relay's scan. Native search is fast when the first bytes are rare in the
+// text: JSON is full of `"`, so `rror"` (an `"error"` key or value; inside content it would be
+// `rror\"`) costs a tenth of `"error"`.
+const DONE_NEEDLE = Buffer.from('[DONE]');
+const ERROR_NEEDLE = Buffer.from('rror"');
+const USAGE_NEEDLE = Buffer.from('usage');
+
+/** A `"usage"` key with an object value (`"usage":null`, sent in every chunk with `include_usage`, is not). */
+function hasUsageObject(frame: Buffer): boolean {
+  for (let at = frame.indexOf(USAGE_NEEDLE); at !== -1; at = frame.indexOf(USAGE_NEEDLE, at + 5)) {
+    let i = at + 5;
+    if (frame[i] !== 0x22 /* " */) continue;
+    i++;
+    while (frame[i] === 0x20) i++;
+    if (frame[i] !== 0x3a /* : */) continue;
+    i++;
+    while (frame[i] === 0x20) i++;
+    if (frame[i] === 0x7b /* { */) return true;
+  }
+  return false;
+}
+
 const CHOICE_PREFIX = '"choices":[{"index":0,"delta":{"content":"';
 
 /** The parts around the content of the last chunk that took the fast path (constant within a stream). */
@@ -137,6 +159,9 @@ export const openaiAdapter: ProviderAdapter = {
       if (usage !== undefined) return { type: 'usage', usage, wire };
       return { type: 'frame', wire };
     };
+  },
+  needsDecode(frame) {
+    return frame.indexOf(DONE_NEEDLE) !== -1 || frame.indexOf(ERROR_NEEDLE) !== -1 || hasUsageObject(frame);
   },
   authHeaders(apiKey): Record<string, string> {
     return apiKey ? { authorization: `Bearer ${apiKey}` } : {};

@@ -25,6 +25,8 @@ export function createPassthroughAdapter(terminator?: PassthroughTerminator): Pr
       ? undefined
       : (e: SseEvent): boolean =>
           (terminator.event === undefined || e.type === terminator.event) && (terminator.data === undefined || e.data === terminator.data);
+  // The byte relay decodes a frame only when it may hold the terminator.
+  const needles = isDone === undefined ? [] : [terminator?.data, terminator?.event].filter((v): v is string => v !== undefined).map((v) => Buffer.from(v));
   return {
     name: 'passthrough',
     requiresTerminator: isDone !== undefined,
@@ -36,6 +38,9 @@ export function createPassthroughAdapter(terminator?: PassthroughTerminator): Pr
         if (isDone?.(e)) return { type: 'done', wire };
         return { type: 'delta', text: e.data, wire };
       };
+    },
+    needsDecode(frame) {
+      return needles.some((needle) => frame.indexOf(needle) !== -1);
     },
     authHeaders(apiKey): Record<string, string> {
       return apiKey ? { authorization: `Bearer ${apiKey}` } : {};

@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import type { SseEvent, SseEventInit } from '../../sse';
+import type { SseEvent, SseEventInit, SseFrame } from '../../sse';
 
 /** Token counts a provider reported; each field only when the provider sent it. */
 export interface TokenUsage {
@@ -16,14 +16,18 @@ export interface TokenUsage {
  * - `usage`: token counts only;
  * - `error`: an error frame inside the stream; the gateway ends the stream with it;
  * - `done`: the provider's terminator (OpenAI `data: [DONE]`, Anthropic `message_stop`);
- * - `frame`: anything else (role chunk, `ping`, `content_block_start` …), relayed as is.
+ * - `frame`: anything else (role chunk, `ping`, `content_block_start` …), relayed as is;
+ * - `frames`: the byte relay's unit (see `adaptFrames`): whole upstream event blocks relayed as
+ *   their own bytes, `delta` when one of them carried text, `usage` the last counts reported in
+ *   them. Only routes without a user policy relay bytes, so a `StreamPolicyFn` never sees one.
  */
 export type GatewayEvent =
   | { readonly type: 'delta'; readonly text: string; readonly usage?: TokenUsage; readonly wire: SseEventInit }
   | { readonly type: 'usage'; readonly usage: TokenUsage; readonly wire: SseEventInit }
   | { readonly type: 'error'; readonly error: Error; readonly wire: SseEventInit }
   | { readonly type: 'done'; readonly wire: SseEventInit }
-  | { readonly type: 'frame'; readonly wire: SseEventInit };
+  | { readonly type: 'frame'; readonly wire: SseEventInit }
+  | { readonly type: 'frames'; readonly wire: SseFrame; readonly delta: boolean; readonly usage?: TokenUsage };
 
 /** The providers tidegate speaks. */
 export type ProviderName = 'openai' | 'anthropic' | 'passthrough';
@@ -40,6 +44,13 @@ export interface ProviderAdapter {
   readonly defaultForwardHeaders: readonly string[];
   /** A fresh decoder for one stream (decoders may keep state, e.g. the last event id). */
   decoder(): (event: SseEvent) => GatewayEvent;
+  /**
+   * For the byte relay: `true` when a frame (whole event blocks, LF line ends, valid UTF-8) may
+   * hold an event this adapter must decode (its terminator, an error, usage). A native substring
+   * scan, never a parse: a false `true` only costs a decode, a false `false` would relay an
+   * event unseen. Absent: every frame is decoded.
+   */
+  needsDecode?(frame: Buffer): boolean;
   /** Headers that carry the configured upstream credential (never the client's). */
   authHeaders(apiKey: string | undefined): Record<string, string>;
   /** An error written after the stream started, in the provider's SSE protocol. */
