@@ -1,7 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { Socket } from 'node:net';
-import type { Readable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import fetch, { type Response } from 'node-fetch';
 import { TidegateError, TimeoutError } from '../errors';
 import type { Flow } from '../flow/flow';
@@ -11,11 +11,77 @@ import { fromReadable } from '../flow/sources/readable';
 import type { FlowContext, Subscriber } from '../flow/types';
 import { UpstreamHttpError, UpstreamResetError } from './errors';
 
+/**
+ * Bytes libuv reads from an upstream socket at once (plain HTTP). Every upstream socket reads into
+ * one shared buffer (net `onread`) instead of a fresh 64 KiB one per read, so a read holds at most
+ * this much, and a paused socket holds nothing: `pause()` stops reading at once instead of after
+ * one more read into the socket's own buffer.
+ */
+export const UPSTREAM_READ_BYTES = 16 * 1024;
+/**
+ * Readable high-water mark of an upstream response (`IncomingMessage` takes its socket's), bytes:
+ * a paused body stops its socket once this much is queued (plus the rest of the read in progress,
+ * at most {@link UPSTREAM_READ_BYTES}).
+ */
+export const UPSTREAM_HIGH_WATER_MARK = 4 * 1024;
+
+const sharedReadBuffer = Buffer.allocUnsafeSlow(UPSTREAM_READ_BYTES);
+
+/**
+ * `onread` callback: hands the bytes to the HTTP client's parser as a `'data'` event, without a
+ * copy. Safe because the parser is the socket's only `'data'` listener and it copies what it
+ * keeps (body slices, partial headers) before `execute()` returns, i.e. before the next read
+ * reuses the buffer; the integrity spec in spec/upstream/request-memory.spec.ts checks this.
+ */
+function onUpstreamRead(this: Socket, nread: number, buffer: Uint8Array): boolean {
+  this.emit('data', Buffer.from(buffer.buffer, buffer.byteOffset, nread));
+  return true;
+}
+
+/** The call whose `fetch()` is running: node-fetch builds its `ClientRequest` synchronously inside `fetch()`, so the agent's `addRequest` sees it. */
+let sendingCall: UpstreamCall | undefined;
+
+type AgentInternals = { addRequest(req: http.ClientRequest, options: unknown): void };
+
+/** Lets the call being sent see its `ClientRequest` (node-fetch exposes none) as the agent gets it. */
+function hooked<A extends http.Agent>(agent: A): A {
+  const internals = agent as unknown as AgentInternals;
+  const addRequest = internals.addRequest;
+  internals.addRequest = function (this: http.Agent, req: http.ClientRequest, options: unknown): void {
+    const call = sendingCall;
+    sendingCall = undefined;
+    call?.attach(req);
+    addRequest.call(this, req, options);
+  };
+  return agent;
+}
+
 /** Keep-alive agents used only for upstream calls, separate from any other HTTP use. */
 const agents = {
-  http: new http.Agent({ keepAlive: true, maxSockets: Infinity }),
-  https: new https.Agent({ keepAlive: true, maxSockets: Infinity }),
+  http: hooked(
+    new http.Agent({
+      keepAlive: true,
+      maxSockets: Infinity,
+      // Passed to net.createConnection(): the socket's read path (above) and its high-water mark.
+      ...({ readableHighWaterMark: UPSTREAM_HIGH_WATER_MARK, onread: { buffer: sharedReadBuffer, callback: onUpstreamRead } } as object),
+    }),
+  ),
+  // tls.connect() takes `highWaterMark` (both directions); its `onread` is left alone.
+  https: hooked(new https.Agent({ keepAlive: true, maxSockets: Infinity, ...({ highWaterMark: UPSTREAM_HIGH_WATER_MARK } as object) })),
 };
+
+/**
+ * node-fetch 2 hands out `res.pipe(new PassThrough())` as the body: one more stream with 16 KiB
+ * buffers on each side, per upstream stream. Its first `pipe()` on the response gets the response
+ * itself back instead, so the body is the `IncomingMessage`; a compressed body is then piped, for
+ * real, into zlib by node-fetch's second `pipe()`.
+ */
+function bodyIsResponse(res: http.IncomingMessage): void {
+  (res as { pipe: unknown }).pipe = function pipeOnce(this: http.IncomingMessage): http.IncomingMessage {
+    Reflect.deleteProperty(this, 'pipe');
+    return this;
+  };
+}
 
 /** Picks the keep-alive agent for a URL. */
 export function upstreamAgent(url: URL): http.Agent {
@@ -52,6 +118,14 @@ export interface UpstreamStream {
    * {@link UpstreamResetError} when the connection breaks.
    */
   body: Flow<Buffer>;
+  /**
+   * Bytes read from the upstream socket into userland that the body's subscriber has not received
+   * yet: the socket's and the response's readable buffers (and node-fetch's body stream, when
+   * compressed), plus chunks parked by the body source. Excludes the kernel's socket buffer. 0 once
+   * the body ended or was cancelled. Cheap (a few property reads): call it as often as needed,
+   * e.g. from `ByteBudget#attachExternal`.
+   */
+  bufferedBytes(): number;
 }
 
 /** A whole (non-stream) upstream response. */
@@ -78,11 +152,13 @@ export async function openUpstreamStream(request: UpstreamRequest): Promise<Upst
     call.release();
     throw new UpstreamHttpError(response.ok ? 502 : response.status, body, contentType, retryAfterMs(response.headers.get('retry-after')));
   }
-  let body = fromReadable<Buffer>(response.body as unknown as Readable, { onCancel: () => call.release() }).pipe(
+  const source = response.body as unknown as Readable;
+  call.body = source;
+  let body = fromReadable<Buffer>(source, { onCancel: () => call.release(), parked: call.parked }).pipe(
     operator<Buffer, Buffer>((actual, context) => new BodySubscriber(actual, context, call)),
   );
   if ((request.idleTimeoutMs ?? 0) > 0) body = body.pipe(idleTimeout<Buffer>(request.idleTimeoutMs as number));
-  return { response, body };
+  return { response, body, bufferedBytes: () => call.bufferedBytes() };
 }
 
 /**
@@ -114,6 +190,11 @@ export async function fetchUpstream(request: UpstreamRequest): Promise<UpstreamB
 /** One attempt: owns the AbortController, the connect and first-byte timers and the caller's signal listener. */
 class UpstreamCall {
   readonly controller = new AbortController();
+  /** Bytes the body source parked (see `fromReadable`'s `parked`). */
+  readonly parked = { bytes: 0 };
+  /** The response body stream (the `IncomingMessage` itself, unless compressed). */
+  body: Readable | undefined;
+  private incoming: http.IncomingMessage | undefined;
   private firstByteTimer: NodeJS.Timeout | undefined;
   private connectTimer: NodeJS.Timeout | undefined;
   private released = false;
@@ -123,7 +204,10 @@ class UpstreamCall {
     request.signal?.addEventListener('abort', this.onAbort, { once: true });
     const firstByteMs = request.firstByteTimeoutMs ?? DEFAULT_FIRST_BYTE_TIMEOUT_MS;
     if (firstByteMs > 0) {
-      this.firstByteTimer = setTimeout(() => this.abort(new TimeoutError('first', firstByteMs, `upstream sent no byte within ${firstByteMs} ms`)), firstByteMs);
+      this.firstByteTimer = setTimeout(() => {
+        // Bytes that arrived but were not asked for yet meet the deadline.
+        if (this.bufferedBytes() === 0) this.abort(new TimeoutError('first', firstByteMs, `upstream sent no byte within ${firstByteMs} ms`));
+      }, firstByteMs);
     }
   }
 
@@ -139,16 +223,23 @@ class UpstreamCall {
     const { request } = this;
     const url = new URL(request.url);
     try {
-      return await fetch(url, {
-        method: request.method ?? 'POST',
-        headers: { ...headers, 'accept-encoding': 'identity', ...request.headers },
-        body: request.body,
-        agent: this.agentFor(url),
-        // We ask for identity (explicit header kept by node-fetch); an upstream that compresses
-        // anyway is gunzipped with Z_SYNC_FLUSH rather than fed to the parser as gzip bytes.
-        compress: true,
-        signal: this.controller.signal as never,
-      });
+      sendingCall = this;
+      let pending: Promise<Response>;
+      try {
+        pending = fetch(url, {
+          method: request.method ?? 'POST',
+          headers: { ...headers, 'accept-encoding': 'identity', ...request.headers },
+          body: request.body,
+          agent: upstreamAgent(url),
+          // We ask for identity (explicit header kept by node-fetch); an upstream that compresses
+          // anyway is gunzipped with Z_SYNC_FLUSH rather than fed to the parser as gzip bytes.
+          compress: true,
+          signal: this.controller.signal as never,
+        });
+      } finally {
+        sendingCall = undefined;
+      }
+      return await pending;
     } catch (err) {
       const mapped = this.mapError(err);
       this.release();
@@ -156,6 +247,36 @@ class UpstreamCall {
     } finally {
       this.clearConnect();
     }
+  }
+
+  /** Sees the `ClientRequest` node-fetch created (from the agent): times a new connection, takes the response. */
+  attach(req: http.ClientRequest): void {
+    const connectMs = this.request.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
+    if (connectMs > 0) {
+      req.once('socket', (socket: Socket) => {
+        if (!socket.connecting) return;
+        this.connectTimer = setTimeout(() => this.abort(new TimeoutError('connect', connectMs, `upstream connection not established within ${connectMs} ms`)), connectMs);
+        socket.once('connect', () => this.clearConnect());
+      });
+    }
+    req.once('response', (res: http.IncomingMessage) => {
+      this.incoming = res;
+      bodyIsResponse(res);
+    });
+  }
+
+  /** See {@link UpstreamStream.bufferedBytes}. */
+  bufferedBytes(): number {
+    if (this.released) return 0;
+    const { body, incoming } = this;
+    let bytes = this.parked.bytes;
+    if (body !== undefined) bytes += body.readableLength + ((body as unknown as Partial<Writable>).writableLength ?? 0);
+    if (incoming !== undefined) {
+      if (incoming !== body) bytes += incoming.readableLength;
+      // A socket back in the keep-alive pool may already carry another call's response.
+      if (!incoming.complete) bytes += incoming.socket?.readableLength ?? 0;
+    }
+    return bytes;
   }
 
   async text(response: Response): Promise<string> {
@@ -192,27 +313,6 @@ class UpstreamCall {
   private clearConnect(): void {
     if (this.connectTimer !== undefined) clearTimeout(this.connectTimer);
     this.connectTimer = undefined;
-  }
-
-  /**
-   * The shared keep-alive agent, seen through an object whose `addRequest` times the
-   * connection of a new socket (node-fetch exposes no request object to hook).
-   */
-  private agentFor(url: URL): http.Agent {
-    const shared = upstreamAgent(url);
-    const connectMs = this.request.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
-    if (connectMs <= 0) return shared;
-    const view = Object.create(shared) as http.Agent & { addRequest(req: http.ClientRequest, options: unknown): void };
-    const addRequest = (shared as unknown as { addRequest(req: http.ClientRequest, options: unknown): void }).addRequest;
-    view.addRequest = (req: http.ClientRequest, options: unknown): void => {
-      req.once('socket', (socket: Socket) => {
-        if (!socket.connecting) return;
-        this.connectTimer = setTimeout(() => this.abort(new TimeoutError('connect', connectMs, `upstream connection not established within ${connectMs} ms`)), connectMs);
-        socket.once('connect', () => this.clearConnect());
-      });
-      addRequest.call(shared, req, options);
-    };
-    return view;
   }
 }
 

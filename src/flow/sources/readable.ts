@@ -11,6 +11,13 @@ export interface FromReadableOptions {
   destroyOnCancel?: boolean;
   /** Called once on cancel, before the stream is destroyed, e.g. to abort the HTTP request. */
   onCancel?: () => void;
+  /**
+   * Receives the bytes this source holds for its subscriber: chunks read from the stream after a
+   * `pause()` raced them, not yet delivered (`byteLength` of a Buffer or typed array, `length` of
+   * a string, 0 for other values). Updated as chunks are parked and delivered; with the stream's
+   * own `readableLength` it is everything read but not yet handed on.
+   */
+  parked?: { bytes: number };
 }
 
 /**
@@ -56,6 +63,7 @@ class ReadableSubscription<T> implements Subscription {
       this.actual.onNext(chunk);
     } else {
       this.parked.push(chunk);
+      if (this.options.parked !== undefined) this.options.parked.bytes += chunkBytes(chunk);
       this.readable.pause();
     }
   };
@@ -95,7 +103,9 @@ class ReadableSubscription<T> implements Subscription {
   private drainParked(): void {
     while (this.demand > 0 && this.parked.length > 0 && !this.finished) {
       if (this.demand !== Infinity) this.demand--;
-      this.actual.onNext(this.parked.shift() as T);
+      const chunk = this.parked.shift() as T;
+      if (this.options.parked !== undefined) this.options.parked.bytes -= chunkBytes(chunk);
+      this.actual.onNext(chunk);
     }
     if (this.ended && this.parked.length === 0 && !this.finished) {
       this.finished = true;
@@ -112,9 +122,16 @@ class ReadableSubscription<T> implements Subscription {
   }
 
   private detach(): void {
+    if (this.options.parked !== undefined) this.options.parked.bytes = 0;
     this.readable.off('data', this.onData);
     this.readable.off('end', this.onEnd);
     this.stopWatching?.();
     this.stopWatching = undefined;
   }
+}
+
+/** Bytes of a chunk for {@link FromReadableOptions.parked}. */
+function chunkBytes(chunk: unknown): number {
+  if (typeof chunk === 'string') return chunk.length;
+  return ArrayBuffer.isView(chunk) ? chunk.byteLength : 0;
 }
