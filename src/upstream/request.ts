@@ -260,6 +260,8 @@ class UpstreamCall {
       });
     }
     req.once('response', (res: http.IncomingMessage) => {
+      // node-fetch follows a redirect with a request of its own (not seen here): keep only a final answer.
+      if (res.headers.location !== undefined && [301, 302, 303, 307, 308].includes(res.statusCode ?? 0)) return;
       this.incoming = res;
       bodyIsResponse(res);
     });
