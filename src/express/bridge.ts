@@ -93,6 +93,8 @@ const DEFAULT_HEARTBEAT_MS = 15_000;
 const PING = Buffer.from(': ping\n\n');
 /** Stop requesting while this many bytes wait for the end-of-tick flush (Node's default socket highWaterMark). */
 const BATCH_HIGH_WATER_BYTES = 16 * 1024;
+/** Batches whose chunks average fewer bytes are copied into one chunk; larger ones are written corked. */
+const COPY_BELOW_BYTES = 1024;
 
 /**
  * Streams a Flow to an HTTP response as Server-Sent Events with real backpressure: it requests a
@@ -369,9 +371,19 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
   private readonly flush = (): void => {
     this.flushScheduled = false;
     if (this.finished) return;
-    const chunk = this.takeBatch();
-    if (chunk === undefined) return this.request();
-    if (!this.res.write(chunk)) {
+    const { batch } = this;
+    if (batch.length === 0) return this.request();
+    let written: boolean;
+    if (batch.length > 1 && this.batchBytes >= batch.length * COPY_BELOW_BYTES) {
+      // Large chunks (byte relay frames): one writev of them all, without copying them together.
+      this.batch = [];
+      this.batchBytes = 0;
+      this.res.cork();
+      written = true;
+      for (const chunk of batch) written = this.res.write(chunk) && written;
+      this.res.uncork();
+    } else written = this.res.write(this.takeBatch() as Chunk);
+    if (!written) {
       this.socketFull = true;
       this.armStall();
     }

@@ -143,31 +143,40 @@ class FrameSplitterImpl implements FrameSplitter {
     }
     if (this.skipLF || buf.indexOf(CR) !== -1) buf = this.normalise(buf);
     if (buf.length === 0) return;
+    // 1. The block carried from earlier chunks, completed with as few new bytes as fill one
+    //    frame: only those are copied, never the whole chunk.
+    let head: Buffer | null = null;
     const carried = this.pendingLength;
-    let data = buf;
     if (carried > 0) {
-      this.append(buf);
-      data = (this.pending as Buffer).subarray(0, this.pendingLength);
+      let end: number;
+      if (buf[0] === LF && (this.pending as Buffer)[carried - 1] === LF) end = 1; // the blank line straddles
+      else {
+        const at = buf.indexOf(BLANK);
+        if (at === -1) {
+          if (carried + buf.length > this.maxEventBytes) return this.fail();
+          this.append(buf);
+          return;
+        }
+        end = at + 2;
+      }
+      if (carried + end < this.window) {
+        const more = buf.lastIndexOf(BLANK, this.window - carried - 2);
+        if (more + 2 > end) end = more + 2;
+      }
+      this.append(buf.subarray(0, end));
+      head = (this.pending as Buffer).subarray(0, this.pendingLength);
+      this.pending = null; // the head frame owns that buffer now
+      this.pendingLength = 0;
+      buf = buf.subarray(end);
     }
-    // A blank line in the new bytes (or straddling the carried block, which holds none)?
-    if (data.indexOf(BLANK, carried > 0 ? carried - 1 : 0) === -1) {
-      if (data.length > this.maxEventBytes) return this.fail();
-      if (carried === 0) this.append(buf);
-      return;
-    }
-    // The last blank line: every byte before it belongs to complete blocks.
-    const completeEnd = data.lastIndexOf(BLANK) + 2;
-    let complete = data.subarray(0, completeEnd);
-    if (!isUtf8(complete)) complete = Buffer.from(lenient.decode(complete), 'utf8');
-    // The frames view the carried buffer from here on: the rest moves to a new one, copied
-    // before any callback runs (a callback may reset or feed again).
-    this.pending = null;
-    this.pendingLength = 0;
-    if (completeEnd < data.length) {
-      if (data.length - completeEnd > this.maxEventBytes) return this.fail();
-      this.append(data.subarray(completeEnd));
-    }
-    this.emitFrames(complete);
+    // 2. Complete blocks of the chunk itself, up to its last blank line: views, not copies.
+    const last = buf.lastIndexOf(BLANK);
+    const completeEnd = last === -1 ? 0 : last + 2;
+    // 3. The incomplete rest, copied (the chunk is not kept alive for it) before any callback runs.
+    if (buf.length - completeEnd > this.maxEventBytes) return this.fail();
+    if (completeEnd < buf.length) this.append(buf.subarray(completeEnd));
+    if (head !== null) this.emitFrames(valid(head));
+    if (completeEnd > 0 && !this.failed) this.emitFrames(valid(buf.subarray(0, completeEnd)));
   }
 
   end(): void {
@@ -263,6 +272,11 @@ class FrameSplitterImpl implements FrameSplitter {
     if (this.onError === undefined) throw error;
     this.onError(error);
   }
+}
+
+/** The bytes as they are when valid UTF-8, else decoded and re-encoded with U+FFFD replacements. */
+function valid(bytes: Buffer): Buffer {
+  return isUtf8(bytes) ? bytes : Buffer.from(lenient.decode(bytes), 'utf8');
 }
 
 /** Dispatch points (`\n\n`) in bytes that hold only complete blocks. */
