@@ -1,5 +1,5 @@
 // Public exports of src/upstream/providers (re-exports only).
-export { adaptProvider } from './adapt';
+export { adaptFrames, adaptProvider } from './adapt';
 export { anthropicAdapter, DEFAULT_ANTHROPIC_VERSION } from './anthropic';
 export { codeOf, httpStatusOf } from './errors-http';
 export { openaiAdapter } from './openai';
