@@ -8,7 +8,8 @@
 //   stalled  stop reading after the first event
 // Raw sockets (not the http module) give exact control over when the kernel is read.
 //
-// IPC: {cmd:'start', spec} → {type:'started'}; {cmd:'freeze'}; {cmd:'snapshot'} → {type:'snapshot'};
+// IPC: {cmd:'start', spec} → {type:'started'}; {cmd:'freeze'} → {type:'frozen'}; {cmd:'unfreeze'} → {type:'unfrozen'};
+//      {cmd:'snapshot'} → {type:'snapshot'};
 //      {cmd:'stop', drainMs} → {type:'result'}
 const net = require('node:net');
 const fs = require('node:fs');
@@ -64,6 +65,7 @@ class Client {
     this.evText = ''; // carry for event parsing when spec.parseEvents
     this.latencies = spec.latency ? [] : null;
     this.localPort = 0;
+    this.headBytes = 0; // response head incl. the blank line: rawBytes - headBytes = body bytes on the wire
   }
 
   connect() {
@@ -105,6 +107,7 @@ class Client {
       const i = this.head.indexOf('\r\n\r\n');
       if (i < 0) return true;
       const headText = this.head.subarray(0, i).toString('latin1');
+      this.headBytes = i + 4;
       this.status = Number(/^HTTP\/1\.[01] (\d+)/.exec(headText)?.[1] || 0);
       this.chunked = /\r\ntransfer-encoding:\s*chunked/i.test(headText);
       this.chunkLeft = this.chunked ? -1 : 0;
@@ -237,6 +240,7 @@ class Client {
       localPort: this.localPort,
       status: this.status,
       rawBytes: this.rawBytes,
+      headBytes: this.headBytes,
       payloadBytes: this.payloadBytes,
       events: this.events,
       fffd: this.fffd,
@@ -281,7 +285,12 @@ async function startAll(spec) {
   slowTimer = setInterval(slowTick, 50);
 }
 
-/** Kernel queue bytes per local port, from /proc/net/tcp: {port: {tx, rx, remPort, st}}. */
+/**
+ * Kernel queues of every IPv4/IPv6 TCP socket, from /proc/net/tcp{,6}: {"local>remote": {tx, rx, st}}
+ * (st = hex state: 01 ESTABLISHED, 08 CLOSE_WAIT, 06 TIME_WAIT ...). A socket the peer reset is
+ * gone from the table (its queues were discarded). When one port pair appears twice (a TIME_WAIT
+ * leftover of an earlier cell and a live socket), the live one wins.
+ */
 function tcpQueues() {
   const out = {};
   for (const f of ['/proc/net/tcp', '/proc/net/tcp6']) {
@@ -295,10 +304,12 @@ function tcpQueues() {
     for (let i = 1; i < lines.length; i++) {
       const p = lines[i].trim().split(/\s+/);
       if (p.length < 5) continue;
-      const lp = parseInt(p[1].split(':')[1], 16);
-      const rp = parseInt(p[2].split(':')[1], 16);
+      const lp = parseInt(p[1].split(':').pop(), 16);
+      const rp = parseInt(p[2].split(':').pop(), 16);
       const [tx, rx] = p[4].split(':').map((h) => parseInt(h, 16));
       const key = `${lp}>${rp}`;
+      const prev = out[key];
+      if (prev && prev.st === '01' && p[3] !== '01') continue;
       out[key] = { tx, rx, st: p[3] };
     }
   }
@@ -319,6 +330,15 @@ process.on('message', async (msg) => {
       frozen = true;
       for (const c of clients) if (!c.ended) c.sock.pause();
       process.send({ type: 'frozen' });
+    } else if (msg.cmd === 'unfreeze') {
+      // Back to each mode's own reading after a mid-run snapshot.
+      frozen = false;
+      for (const c of clients) {
+        if (c.ended || (c.mode === 'stalled' && c.stalledNow)) continue;
+        if (c.mode === 'slow') c.paused = true; // slowTick resumes it when under its budget
+        else c.sock.resume();
+      }
+      process.send({ type: 'unfrozen' });
     } else if (msg.cmd === 'progress') {
       const now = Date.now();
       const win = msg.flowWindowMs || 2500;
@@ -347,8 +367,19 @@ process.on('message', async (msg) => {
           c.paused = true;
           c.resume();
         }
-        const deadline = Date.now() + drainMs;
-        while (Date.now() < deadline && clients.some((c) => !c.ended)) await new Promise((r) => setTimeout(r, 50));
+        // At least drainMs; then on while bytes still arrive (a multi-MB kernel backlog ahead of an
+        // error event), up to 4 × drainMs in all.
+        const t0 = Date.now();
+        let last = -1;
+        for (;;) {
+          const open = clients.filter((c) => !c.ended);
+          if (!open.length) break;
+          const got = open.reduce((n, c) => n + c.rawBytes, 0);
+          const el = Date.now() - t0;
+          if (el >= 4 * drainMs || (el >= drainMs && got === last)) break;
+          last = got;
+          await new Promise((r) => setTimeout(r, 100));
+        }
       }
       const summaries = clients.map((c) => c.summary());
       let lat = null;

@@ -28,7 +28,7 @@ const S4_MAX = Math.max(100, Math.floor((fd.hard - 300) / 2)); // the gateway ho
 /** All counts and durations, bounded; quick mode keeps the whole run under 2 minutes. */
 const P = QUICK
   ? {
-      s1: { clients: 40, rate: 10000, eventBytes: 100, durationMs: 2000, slowBps: 2048, stallTimeoutMs: 1000, drainMs: 800 },
+      s1: { clients: 20, rate: 20000, eventBytes: 100, durationMs: 2000, slowBps: 2048, stallTimeoutMs: 700, drainMs: 500, snapshotsAt: [0.75, 1] },
       s2: { clients: 10, bytesPerStream: 4 << 20, eventBytes: 150, maxMs: 8000 },
       s3: { clients: 20, rate: 100, eventBytes: 150, durationMs: 1500 },
       s4: { streams: Math.min(500, S4_MAX), holdMs: 2000, eventBytes: 150 },
@@ -36,7 +36,7 @@ const P = QUICK
       micro: { elements: 200000, runs: 3 },
     }
   : {
-      s1: { clients: 200, rate: 10000, eventBytes: 100, durationMs: 20000, slowBps: 2048, stallTimeoutMs: 5000, drainMs: 3000 },
+      s1: { clients: 200, rate: 10000, eventBytes: 100, durationMs: 20000, slowBps: 2048, stallTimeoutMs: 5000, drainMs: 3000, snapshotsAt: [0.2, 0.4, 0.6, 1] },
       s2: { clients: 50, bytesPerStream: 20 << 20, eventBytes: 150, maxMs: 60000 },
       s3: { clients: 100, rate: 100, eventBytes: 150, durationMs: 10000 },
       s4: { streams: Math.min(9000, S4_MAX), holdMs: 15000, eventBytes: 150 },
@@ -153,12 +153,57 @@ function gatewayLogSummary(rec) {
   return { lines, counts };
 }
 
-/**
- * Bytes held in the gateway's userland per stream: what the upstream wrote, minus what is still
- * in the upstream's own buffer, minus what sits in kernel socket queues on both links
- * (/proc/net/tcp tx_queue + rx_queue), minus what the client received. Taken after freezing the
- * upstream and the clients so the numbers are still.
+/*
+ * HELD BYTES PER STREAM: what a proxy keeps in its own (userland) memory for one stream.
+ *
+ * Measured bench-side, independent of the gateway's own accounting, after freezing the upstream
+ * (it stops producing) and the clients (they stop reading), so the numbers are still:
+ *
+ *   in   = payload the proxy read from its upstream socket
+ *        = written − (pending + kernel queues of the upstream link) × written/wire
+ *   out  = payload the proxy handed to its client socket
+ *        = client payload read + (kernel queues of the client link) × payload/body-wire seen by the client
+ *   held = in − out
+ *
+ * `written`/`wire` come from the fake upstream (payload bytes / the same plus chunk framing that it
+ * handed to res.write); "kernel queues" are tx_queue + rx_queue of both ends of each link from
+ * /proc/net/tcp. Kernel queues hold WIRE bytes (chunk framing included): with one chunk per
+ * ~175 B event the framing is ~4% of a 4 MiB autotuned send queue, ~140 KiB, more than the 64 KiB
+ * budget, hence the conversion with payload/wire ratios instead of subtracting wire from payload.
+ *
+ * A stream is counted only while both of its client-link sockets are in /proc/net/tcp (ESTABLISHED,
+ * or FIN_WAIT/CLOSE_WAIT with the proxy's FIN queued behind the data) and the upstream did not see
+ * the proxy abort it. The previous version took "open"
+ * from the frozen client's own view; but a paused socket (readStop) does not notice a reset, and
+ * a reset socket disappears from /proc/net/tcp with its queues discarded. So a stream tidegate had
+ * just cut for stalling (it resets the socket) looked open with zero kernel bytes, and everything
+ * the upstream wrote counted as "held": the 6.6 MB per stream at 10,000 ev/s in the stability map
+ * were the queues the reset threw away (one stalled stream just before its cut: 3.9 MiB gateway
+ * send queue + 123 KiB client receive queue + 2.4 MiB upstream send queue + 124 KiB gateway
+ * receive queue). strace of the gateway over 20 such streams: socket reads − socket writes = −13 KB
+ * in total, i.e. nothing accumulated in userland. Such streams are now "cut (reset)": the client
+ * socket is gone from the table, or the final drain reads ECONNRESET. A client socket in
+ * CLOSE_WAIT means the proxy closed it with a FIN ("closed").
+ *
+ * (/proc/<pid>/io rchar − wchar is no cross-check for tidegate: its stall detector reads
+ * /proc/net/tcp itself, about 1 MB per read with a few thousand TIME_WAIT sockets on the host.)
  */
+/**
+ * State of a stream's client link in the frozen snapshot: 'open' (both sockets ESTABLISHED),
+ * 'ending' (the proxy has shut down its sending side: FIN queued behind the data, so its socket is
+ * in FIN_WAIT and the client's in ESTABLISHED or CLOSE_WAIT; the kernel queues still count),
+ * 'reset' (the client's socket is gone from the table: a reset discarded its queues), 'closed'.
+ */
+function linkState(snap, c, gwPort) {
+  if (!gwPort) return 'open';
+  const cl = snap.tcp[`${c.localPort}>${gwPort}`];
+  const gw = snap.tcp[`${gwPort}>${c.localPort}`];
+  if (!cl) return c.ended ? 'closed' : 'reset';
+  if (cl.st === '01' && gw && gw.st === '01') return 'open';
+  if (cl.st === '01' || cl.st === '08') return 'ending';
+  return 'closed';
+}
+
 function heldPerStream(stats, snap, gwPort) {
   const byTag = new Map(stats.streams.map((s) => [s.tag, s]));
   const q = (a, b) => {
@@ -171,13 +216,41 @@ function heldPerStream(stats, snap, gwPort) {
     if (!s) continue;
     const kUp = q(s.remotePort, upstream.port) + q(upstream.port, s.remotePort);
     const kDown = gwPort ? q(c.localPort, gwPort) + q(gwPort, c.localPort) : 0;
-    const held = s.written - s.pending - kUp - kDown - c.rawBytes;
-    // Once the proxy closed the upstream connection (it ended the stream), what the upstream
-    // wrote before that was dropped, not held. ('done' streams may still be writing their backlog.)
-    const open = s.state !== 'aborted' && !c.ended && !c.failed;
-    out.push({ tag: c.tag, mode: c.mode, open, produced: s.written, held: open ? Math.max(0, held) : 0, kernelUp: kUp, kernelDown: kDown, received: c.rawBytes });
+    const link = linkState(snap, c, gwPort);
+    const rUp = s.wire > 0 ? s.written / s.wire : 1;
+    const body = c.rawBytes - (c.headBytes || 0);
+    const rDown = body > 0 && c.payloadBytes > 0 ? c.payloadBytes / body : 1;
+    const inB = s.written - (s.pending + kUp) * rUp;
+    const outB = c.payloadBytes + kDown * rDown;
+    const open = (link === 'open' || link === 'ending') && s.state !== 'aborted' && !c.failed;
+    out.push({ tag: c.tag, mode: c.mode, open, link, upstreamAborted: s.state === 'aborted', produced: s.written, held: open ? Math.max(0, inB - outB) : null, heldRaw: Math.round(inB - outB), kernelUp: kUp, kernelDown: kDown, received: c.rawBytes });
   }
   return out;
+}
+
+/**
+ * How a stream ended, from the client's view after the final drain plus the link state in the
+ * frozen snapshot: 'error' (an error event arrived), 'done' ([DONE]), 'reset' (cut with a TCP
+ * reset: no error event can arrive), 'closed' (ended without [DONE] or an error event), 'open'
+ * ('unread' when the proxy had aborted the upstream: ended, but the client has not read that far).
+ */
+function outcomeOf(c, link) {
+  if (c.sawError) return 'error';
+  if (c.sawDone) return 'done';
+  if (link === 'reset' || (c.status === 200 && /ECONNRESET|EPIPE/.test(String(c.failed || '')))) return 'reset';
+  if (c.ended || c.failed || link === 'closed') return 'closed';
+  return 'open';
+}
+
+function outcomes(clients, held) {
+  const byTag = new Map(held.map((x) => [x.tag, x]));
+  return clients.map((c) => {
+    const h = byTag.get(c.tag);
+    let outcome = outcomeOf(c, h && h.link);
+    // The proxy closed the upstream but the client has not read its way to the end yet.
+    if (outcome === 'open' && h && h.upstreamAborted) outcome = 'unread';
+    return { ...c, outcome };
+  });
 }
 
 const countBy = (a) => a.reduce((m, k) => ((m[k] = (m[k] || 0) + 1), m), {});
@@ -275,36 +348,63 @@ async function runS1() {
     try {
       h.sampler.startSampling();
       await loadCall({ cmd: 'start', spec: { port: h.port, path: t.path, clients: p.clients, modes: ['stalled', 'slow'], slowBps: p.slowBps, tagPrefix: 's1-' } }, 'started');
-      await procs.sleep(p.durationMs + 300);
-      await upCtl('/_freeze', {});
-      await loadCall({ cmd: 'freeze' }, 'frozen');
-      await procs.sleep(400);
-      const stats = await upCtl('/_stats');
-      const snap = await loadCall({ cmd: 'snapshot' }, 'snapshot');
+      // Frozen snapshots at fractions of the run (the last one at its end): a stream tidegate
+      // cuts for stalling is gone by the end, so "held" is also taken while streams are open.
+      const t0 = Date.now();
+      const snaps = [];
+      let held = [];
+      let stats = null;
+      for (const frac of p.snapshotsAt) {
+        const last = frac >= 1;
+        await procs.sleep(Math.max(0, frac * p.durationMs + (last ? 300 : 0) - (Date.now() - t0)));
+        await upCtl('/_freeze', {});
+        await loadCall({ cmd: 'freeze' }, 'frozen');
+        await procs.sleep(last ? 400 : 250);
+        stats = await upCtl('/_stats');
+        const snap = await loadCall({ cmd: 'snapshot' }, 'snapshot');
+        held = heldPerStream(stats, snap, h.port);
+        const live = held.filter((x) => x.open);
+        snaps.push({ atMs: Date.now() - t0, open: live.length, heldMaxB: live.length ? max(live.map((x) => x.held)) : null, heldMeanB: live.length ? mean(live.map((x) => x.held)) : null, links: countBy(held.map((x) => x.link)) });
+        if (process.env.BENCH_DEBUG) console.error(JSON.stringify({ atMs: Date.now() - t0, streams: stats.streams.slice(0, 2), clients: snap.clients.slice(0, 2), held: held.slice(0, 4), nheld: held.length }));
+        if (!last) {
+          await upCtl('/_unfreeze', {});
+          await loadCall({ cmd: 'unfreeze' }, 'unfrozen');
+        }
+      }
       const samples = h.sampler.stopSampling();
-      const held = heldPerStream(stats, snap, h.port);
-      if (process.env.BENCH_DEBUG) console.error(JSON.stringify({ streams: stats.streams.slice(0, 2), clients: snap.clients.slice(0, 2), held: held.slice(0, 4), nheld: held.length }));
+      const best = snaps.filter((x) => x.open > 0).sort((a, b) => b.heldMaxB - a.heldMaxB)[0] || null;
       const res = await loadCall({ cmd: 'stop', drainMs: p.drainMs }, 'result', p.drainMs + 20000);
-      const stalled = res.clients.filter((c) => c.mode === 'stalled');
-      const slow = res.clients.filter((c) => c.mode === 'slow');
+      const all = outcomes(res.clients, held);
+      const stalled = all.filter((c) => c.mode === 'stalled');
+      const slow = all.filter((c) => c.mode === 'slow');
+      const n = (list, o) => list.filter((c) => c.outcome === o).length;
       const peak = max(samples.map((s) => s.rssMb));
       return {
         eventBytes: stats.eventBytes,
         idleRssMb: h.idle.rssMb,
         peakRssMb: peak,
         rssDeltaMb: peak - h.idle.rssMb,
-        heldPerStreamMaxB: max(held.map((x) => x.held)),
-        heldPerStreamMeanB: mean(held.map((x) => x.held)),
+        // Largest per-stream userland backlog over the streams open at any snapshot.
+        heldPerStreamMaxB: best ? best.heldMaxB : null,
+        heldPerStreamMeanB: best ? best.heldMeanB : null,
+        heldSnapshots: snaps,
         producedPerStreamMeanB: mean(held.map((x) => x.produced)),
         kernelPerStreamMeanB: mean(held.map((x) => x.kernelUp + x.kernelDown)),
         producedPerStreamMaxB: max(held.map((x) => x.produced)),
         nominalPerStreamB: (p.rate * p.durationMs * stats.eventBytes) / 1000,
-        stalledCutWithError: stalled.filter((c) => c.sawError).length,
-        stalledReset: stalled.filter((c) => !c.sawError && c.failed && c.status === 200).length,
+        stalledCutWithError: n(stalled, 'error'),
+        stalledReset: n(stalled, 'reset'),
+        stalledClosed: n(stalled, 'closed'),
+        stalledUnread: n(stalled, 'unread'),
+        stalledDone: n(stalled, 'done'),
+        stalledOpen: n(stalled, 'open'),
         stalledEnded: stalled.filter((c) => c.ended).length,
         stalledTotal: stalled.length,
-        slowErrored: slow.filter((c) => c.sawError).length,
-        slowCompleted: slow.filter((c) => c.sawDone).length,
+        slowErrored: n(slow, 'error'),
+        slowReset: n(slow, 'reset'),
+        slowClosed: n(slow, 'closed'),
+        slowUnread: n(slow, 'unread'),
+        slowCompleted: n(slow, 'done'),
         slowTotal: slow.length,
         slowMeanReceivedB: mean(slow.map((c) => c.payloadBytes)),
         failed: res.clients.filter((c) => c.failed && !c.status).length,
@@ -312,7 +412,9 @@ async function runS1() {
         policy: t.tidegate ? policy : undefined,
         gatewayLog: gatewayLogSummary(h.rec),
         streamLog: t.tidegate ? streamLogStats(h.rec) : undefined,
-        heldStreams: held.filter((x) => x.open).length,
+        heldStreams: best ? best.open : 0,
+        heldAtMs: best ? best.atMs : null,
+        linkStates: countBy(held.map((x) => x.link)),
         rssSeries: samples.map((s) => [s.tMs, +s.rssMb.toFixed(1)]),
       };
     } finally {
@@ -322,11 +424,19 @@ async function runS1() {
   results.scenarios.S1 = rows;
   table(
     `S1: ${p.clients} clients (½ stalled, ½ slow at ${p.slowBps} B/s), upstream ${p.rate} events/s/stream, ${p.durationMs / 1000} s`,
-    ['target', 'peak-idle RSS', 'held/stream max', 'produced/stream', 'stalled cut', 'slow errored', 'slow done', 'gateway cut ≤ ms'],
+    ['target', 'peak-idle RSS', 'held/stream max (open)', 'produced/stream', 'stalled: error ev / reset / closed / done', 'slow: error ev / reset / closed / done', 'gateway cut ≤ ms'],
     Object.entries(rows).map(([n, r]) =>
       r.error
         ? [n, 'ERROR: ' + r.error.slice(0, 60)]
-        : [n, `${r.rssDeltaMb.toFixed(1)} MB`, fmtB(r.heldPerStreamMaxB), `${fmtB(r.producedPerStreamMeanB)} of ${fmtB(r.nominalPerStreamB)}`, `${r.stalledCutWithError}/${r.stalledTotal}`, `${r.slowErrored}/${r.slowTotal}`, `${r.slowCompleted}/${r.slowTotal}`, cutSummary(r.streamLog)],
+        : [
+            n,
+            `${r.rssDeltaMb.toFixed(1)} MB`,
+            r.heldStreams ? `${fmtB(r.heldPerStreamMaxB)} (${r.heldStreams} open @ ${(r.heldAtMs / 1000).toFixed(1)} s)` : 'n/a (0 open)',
+            `${fmtB(r.producedPerStreamMeanB)} of ${fmtB(r.nominalPerStreamB)}`,
+            `${r.stalledCutWithError} / ${r.stalledReset} / ${r.stalledClosed} / ${r.stalledDone} of ${r.stalledTotal}`,
+            `${r.slowErrored} / ${r.slowReset} / ${r.slowClosed} / ${r.slowCompleted} of ${r.slowTotal}`,
+            cutSummary(r.streamLog),
+          ],
     ),
   );
 }
@@ -508,11 +618,15 @@ async function runMap() {
           const held = heldPerStream(stats, snap, h.port);
           if (process.env.BENCH_DEBUG) console.error(JSON.stringify({ cell: [rate, cons], held: held.slice(0, 3), up: stats.streams.slice(0, 3) }));
           const res = await loadCall({ cmd: 'stop', drainMs: QUICK ? 300 : 800 }, 'result');
-          // Cut by the proxy: an error event, or a reset (tidegate's stall cut resets the socket of a reader that reads nothing).
-          const errored = res.clients.filter((c) => c.sawError || (c.failed && c.status === 200)).length;
+          const oc = countBy(outcomes(res.clients, held).map((c) => c.outcome));
+          // Cut by the proxy: an error event, a reset (tidegate's stall cut), or a close without either.
+          const cut = { error: oc.error || 0, reset: oc.reset || 0, closed: oc.closed || 0, unread: oc.unread || 0 };
+          const errored = cut.error + cut.reset + cut.closed + cut.unread;
           // Completed means [DONE] arrived within the cell, before the final drain.
           const done = snap.clients.filter((c) => c.sawDone && !c.sawError).length;
-          const heldMax = max(held.map((x) => x.held));
+          // Userland backlog over the streams still open at the snapshot (see heldPerStream).
+          const live = held.filter((x) => x.open);
+          const heldMax = live.length ? max(live.map((x) => x.held)) : null;
           const producedMean = mean(held.map((x) => x.produced));
           const nominal = (rate * p.cellMs * stats.eventBytes) / 1000;
           let state;
@@ -520,7 +634,7 @@ async function runMap() {
           else if (errored > 0) state = 'terminated';
           else if (done === res.clients.length) state = 'completed';
           else state = 'slowed';
-          cells.push({ rate, consumer: cons, state, errored, done, n: res.clients.length, heldMaxB: heldMax, rssGrowthMb: peak - rss0, producedRatio: nominal ? producedMean / nominal : null });
+          cells.push({ rate, consumer: cons, state, errored, cut, done, n: res.clients.length, open: live.length, heldMaxB: heldMax, rssGrowthMb: peak - rss0, producedRatio: nominal ? producedMean / nominal : null });
           await upCtl('/_config', { rate: 1, durationMs: 1 }); // drop leftover upstream streams
           await procs.sleep(150);
         }
@@ -540,11 +654,18 @@ async function runMap() {
       `${r} ev/s`,
       ...p.consumers.map((c) => {
         const cell = cells.find((x) => x.rate === r && x.consumer === c);
-        return cell ? `${cell.state}${cell.state === 'terminated' ? ` ${cell.errored}/${cell.n}` : ''}` : '-';
+        return cell ? `${cell.state}${cell.state === 'terminated' ? ` ${cutText(cell)}` : cell.state === 'grew' ? ` ${fmtB(cell.heldMaxB || 0)}` : ''}` : '-';
       }),
     ]);
     table(`Stability map: ${name} (${p.streams} streams/cell, ${p.cellMs} ms)`, ['producer \\ consumer', ...p.consumers.map(consumerLabel)], rows);
   }
+}
+
+/** "20/20 (reset 20)": streams the proxy cut, and how (error event, reset, close without either). */
+function cutText(cell) {
+  const c = cell.cut || {};
+  const how = [['error ev', c.error], ['reset', c.reset], ['closed', c.closed], ['end unread', c.unread]].filter(([, v]) => v).map(([k, v]) => `${k} ${v}`);
+  return `${cell.errored}/${cell.n}${how.length ? ` (${how.join(', ')})` : ''}`;
 }
 
 function consumerLabel(c) {

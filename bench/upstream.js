@@ -2,7 +2,9 @@
 // Fake OpenAI-compatible upstream for the bench. Every path except /_* answers with an SSE stream
 // of `chat.completion.chunk` events (CJK + emoji content), produced at a configured rate, and
 // honours backpressure: while res.write() is false it produces nothing until 'drain'.
-// It records, per stream, how many bytes it managed to write.
+// It records, per stream, how many bytes it managed to write: `written` (SSE payload bytes handed
+// to res.write) and `wire` (the same plus HTTP/1.1 chunk framing, i.e. what the kernel queues hold;
+// response headers excluded), so the bench can convert kernel queue bytes back to payload bytes.
 //
 // Control API (the bench sets one config per scenario/cell; stats reset with each config):
 //   POST /_config  {rate, eventBytes, durationMs, maxBytes, ts, tickMs}
@@ -74,8 +76,14 @@ function makeEvents(st, n) {
   return Buffer.from(s);
 }
 
+/** Chunked transfer coding adds `<hex length>\r\n` before and `\r\n` after every write. */
+function wireOf(st, n) {
+  return st.res.chunkedEncoding ? n + n.toString(16).length + 4 : n;
+}
+
 function write(st, buf, events) {
   st.written += buf.length;
+  st.wire += wireOf(st, buf.length);
   st.events += events;
   const ok = st.res.write(buf);
   if (!ok) {
@@ -92,6 +100,7 @@ function finish(st, state) {
   active.delete(st);
   if (state === 'done') {
     st.written += FINAL.length;
+    st.wire += wireOf(st, FINAL.length) + (st.res.chunkedEncoding ? 5 : 0); // + last chunk "0\r\n\r\n"
     st.res.end(FINAL);
   }
 }
@@ -179,7 +188,8 @@ const server = http.createServer(async (req, res) => {
         tag: s.tag,
         remotePort: s.remotePort,
         written: s.written,
-        pending: s.res.writableLength || 0,
+        wire: s.wire,
+        pending: s.res.writableLength || 0, // wire bytes still in Node's buffer (not yet in the kernel)
         events: s.events,
         state: s.state,
         blockedMs: s.blockedMs + (s.blocked ? Date.now() - s.blockedSince : 0),
@@ -193,7 +203,12 @@ const server = http.createServer(async (req, res) => {
   }
   if (req.url.startsWith('/_unfreeze')) {
     frozen = false;
-    for (const st of active) if (st.cfg.rate === 0) pumpUnlimited(st);
+    for (const st of active) {
+      // Like a drain: the schedule restarts now, no catch-up burst for the frozen interval.
+      st.schedT0 = Date.now();
+      st.schedSent = 0;
+      if (st.cfg.rate === 0) pumpUnlimited(st);
+    }
     return json(res, 200, { ok: true });
   }
   // An SSE stream. The client tags its stream through the OpenAI `user` field.
@@ -218,6 +233,7 @@ const server = http.createServer(async (req, res) => {
     cfg,
     res,
     written: 0,
+    wire: 0,
     events: 0,
     state: 'open',
     blocked: false,
