@@ -172,4 +172,29 @@ describe('openUpstreamStream memory', () => {
     );
     expect(results).toEqual(seeds.map(() => true));
   });
+
+  it.each([
+    ['plain', false],
+    ['gzip', true],
+  ])('signals the abort reason to a %s body subscribed after the abort', async (_name, gzip) => {
+    const url = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream', ...(gzip ? { 'content-encoding': 'gzip' } : {}) });
+      res.write(gzip ? zlib.gzipSync('data: a\n\n').subarray(0, 10) : 'data: a\n\n');
+    });
+    const controller = new AbortController();
+    const stream = await openUpstreamStream({ url, method: 'GET', signal: controller.signal });
+    const reason = new Error('client left');
+    controller.abort(reason);
+    const outcome = await new Promise<unknown>((resolve) => {
+      const timer = setTimeout(() => resolve('no signal within 2 s'), 2000);
+      const sub = stream.body.subscribeWithDemand({
+        next: () => {},
+        error: (e: unknown) => (clearTimeout(timer), resolve(e)),
+        complete: () => (clearTimeout(timer), resolve('complete')),
+      });
+      subscriptions.push(sub);
+      sub.request(Infinity);
+    });
+    expect(outcome).toBe(reason);
+  });
 });

@@ -217,6 +217,9 @@ class UpstreamCall {
     if (this.controller.signal.aborted) return;
     if (reason === undefined) this.controller.abort();
     else this.controller.abort(reason);
+    // node-fetch only emits 'error' on the body; a body not yet subscribed (or a zlib body, which
+    // the response's destruction does not reach) would otherwise never end for a later subscriber.
+    if (this.body !== undefined && !this.body.destroyed) this.body.destroy();
   }
 
   async send(headers: Record<string, string>): Promise<Response> {

@@ -79,7 +79,10 @@ class ReadableSubscription<T> implements Subscription {
     this.readable.on('data', this.onData);
     this.readable.on('end', this.onEnd);
     this.stopWatching = finished(this.readable, { writable: false }, (err) => {
-      if (err && !this.finished) this.fail(err);
+      if (this.finished) return;
+      if (err) this.fail(err);
+      // Destroyed without an error after its last push but before 'end': no 'end' will come.
+      else if (!this.ended) this.fail(Object.assign(new Error('Premature close'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
     });
     if (this.demand > 0) this.readable.resume();
   }
