@@ -54,6 +54,19 @@ export interface SendFlowOptions {
   maxBufferedBytes?: number;
   /** A budget shared with the chain's operators; built from `maxBufferedBytes` when absent. */
   budget?: ByteBudget;
+  /**
+   * The largest element the flow emits, bytes, when known (the byte relay's frames). Demand is
+   * then counted in bytes as well: an element is requested only while the budget has room for it
+   * and for every element already requested, so no `pause` stream overflows its budget on
+   * elements of at most this size. The budget must exceed `reserveBytes()` +
+   * `writableHighWaterMark` by at least this much (else requests could wait for room forever).
+   */
+  maxElementBytes?: number;
+  /**
+   * With `maxElementBytes`: bytes the budget must keep free for holders that grow without being
+   * requested (e.g. the upstream reader filling up to its high-water mark).
+   */
+  reserveBytes?: () => number;
   /** End a stream whose socket accepted nothing for this long (default 30000 ms, like nginx `send_timeout`; 0 disables). */
   stallTimeoutMs?: number;
   /** Write `: ping` after this much silence (default 15000 ms; 0 disables). */
@@ -139,6 +152,7 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
   private finished = false;
   private readonly prefetch: number;
   private readonly lowTide: number;
+
   private outstanding = 0;
   /** Elements that arrived while the socket was full: at most one requested batch. */
   private readonly held = new ArrayQueue<Chunk>();
@@ -166,6 +180,7 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
     this.done = new Promise((resolve) => (this.resolveDone = resolve));
     this.prefetch = Math.max(1, options.prefetch ?? DEFAULT_PREFETCH);
     this.lowTide = Math.max(1, this.prefetch >> 1);
+
     this.budget = options.budget ?? new ByteBudget(options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES);
     this.budget.attachExternal(() => this.heldBytes + this.batchBytes + res.writableLength);
   }
@@ -336,9 +351,26 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
 
   private request(): void {
     if (this.finished || this.socketFull || this.upstream === undefined || this.upstreamDone) return;
-    if (this.batchBytes >= BATCH_HIGH_WATER_BYTES) return; // the end-of-tick flush asks again
-    if (this.outstanding > this.prefetch - this.lowTide) return;
-    const n = this.prefetch - this.outstanding;
+    const elementBytes = this.options.maxElementBytes;
+    if (elementBytes === undefined) {
+      if (this.batchBytes >= BATCH_HIGH_WATER_BYTES) return; // the end-of-tick flush asks again
+      if (this.outstanding > this.prefetch - this.lowTide) return;
+      const n = this.prefetch - this.outstanding;
+      this.outstanding += n;
+      this.upstream.request(n);
+      return;
+    }
+    // Demand in bytes: room for every requested element at its largest size. Liveness: with the
+    // socket not full and nothing requested, room ≥ budget − reserve − writableHighWaterMark.
+    const free = this.budget.maxBytes - this.budget.used - (this.options.reserveBytes?.() ?? 0);
+    let n = Math.min(this.prefetch, Math.floor(free / elementBytes)) - this.outstanding;
+    if (n <= 0) {
+      // Asked again after the flush, on 'drain', or when an element arrives. With nothing in
+      // flight nothing would ask again: one element then, which fits or overflows (an oversized
+      // event ends the stream with ERR_TIDEGATE_OVERFLOW instead of hanging it).
+      if (this.outstanding > 0 || this.batch.length > 0 || this.held.length > 0) return;
+      n = 1;
+    }
     this.outstanding += n;
     this.upstream.request(n);
   }

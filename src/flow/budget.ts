@@ -29,10 +29,12 @@ export class ByteBudget {
 
   /**
    * Counts bytes held outside the acquire/release protocol, such as a socket's
-   * `writableLength`, against this budget. The Express bridge attaches `res.writableLength`.
+   * `writableLength`, against this budget; several counts add up. The Express bridge attaches its
+   * held bytes and `res.writableLength`, the gateway the upstream reader's unread bytes.
    */
   attachExternal(count: () => number): void {
-    this.external = count;
+    const previous = this.external;
+    this.external = previous === undefined ? count : () => previous() + count();
   }
 
   /** The most bytes ever held at once (as seen at acquire time), for metrics and tests. */

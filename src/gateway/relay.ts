@@ -15,7 +15,7 @@ import { UpstreamHttpError, UpstreamResetError, UpstreamStreamError, UpstreamTru
 import { adaptFrames, adaptProvider } from '../upstream/providers/adapt';
 import { codeOf } from '../upstream/providers/errors-http';
 import type { GatewayEvent, ProviderAdapter, TokenUsage } from '../upstream/providers/types';
-import { fetchUpstream, openUpstreamStream, type UpstreamRequest } from '../upstream/request';
+import { fetchUpstream, openUpstreamStream, UPSTREAM_HIGH_WATER_MARK, UPSTREAM_READ_BYTES, type UpstreamRequest } from '../upstream/request';
 import { openResumableStream } from '../upstream/resumable';
 import { withRetries } from '../upstream/retry';
 import type { ResolvedRoute } from './config';
@@ -171,6 +171,8 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
     const frameBytes = byteRelayFrameBytes(route, res, options.policy !== undefined);
     let events: Flow<GatewayEvent>;
     let body$: Readable | undefined;
+    /** Byte relay: what the upstream side may still take without being asked (kept free in the budget). */
+    let upstreamSide: (() => number) | undefined;
     if (route.resumable && route.provider === 'passthrough') {
       // Resumable routes read the upstream through connectSse: a dropped upstream is reconnected
       // with Last-Event-ID (its own backoff), so these may reconnect after the first byte.
@@ -196,10 +198,16 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
       // Only this call is retried: it ends at the upstream's status line, before the client saw a byte.
       const upstream = await withRetries(() => attempt(() => openUpstreamStream(upstreamRequest)), route.retry, retryOptions);
       body$ = upstream.response.body as unknown as Readable;
-      events =
-        frameBytes === undefined
-          ? upstream.body.pipe(sseDecode({ maxEventBytes: route.policy.maxEventBytes, maxLineBytes: route.policy.maxEventBytes }), adaptProvider(adapter))
-          : upstream.body.pipe(sseFrames({ maxEventBytes: route.policy.maxEventBytes, maxFrameBytes: frameBytes }), adaptFrames(adapter));
+      // Bytes read from the upstream but not yet decoded count against the stream's budget too.
+      budget.attachExternal(upstream.bufferedBytes);
+      if (frameBytes === undefined) {
+        events = upstream.body.pipe(sseDecode({ maxEventBytes: route.policy.maxEventBytes, maxLineBytes: route.policy.maxEventBytes }), adaptProvider(adapter));
+      } else {
+        const queued = { bytes: 0 };
+        budget.attachExternal(() => queued.bytes);
+        upstreamSide = () => Math.max(0, UPSTREAM_SIDE_BYTES - upstream.bufferedBytes() - queued.bytes);
+        events = upstream.body.pipe(sseFrames({ maxEventBytes: route.policy.maxEventBytes, maxFrameBytes: frameBytes, queued }), adaptFrames(adapter));
+      }
     }
     const flow = buildChain(events, {
       route,
@@ -222,6 +230,8 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
     });
     const handle = sendFlow(res, flow, {
       prefetch: frameBytes === undefined ? route.policy.prefetch : FRAME_PREFETCH,
+      maxElementBytes: frameBytes,
+      reserveBytes: upstreamSide,
       budget,
       stallTimeoutMs: route.policy.stallTimeoutMs,
       heartbeatMs: route.policy.heartbeatMs,
@@ -283,23 +293,28 @@ interface ChainOptions {
   onFirstToken(): void;
 }
 
-/** Frames the bridge requests ahead in the byte relay. */
-const FRAME_PREFETCH = 2;
+/** Frames the bridge may request ahead in the byte relay, as the budget allows. */
+const FRAME_PREFETCH = 16;
 /** Largest frame of the byte relay, bytes. */
 const MAX_FRAME_BYTES = 16 * 1024;
 /** Below this frame size the byte relay gains little: events are relayed one by one. */
 const MIN_FRAME_BYTES = 1024;
+/**
+ * Most bytes the byte relay holds before the bridge without being asked: the upstream reader's
+ * unread bytes (its high-water mark + one read) and the frames of one read waiting in `sseFrames`.
+ */
+const UPSTREAM_SIDE_BYTES = UPSTREAM_HIGH_WATER_MARK + 2 * UPSTREAM_READ_BYTES;
 
 /**
  * The frame size of the byte relay for this stream, bytes, or `undefined` to relay events
  * (`relay: events`, a `limitRate`, a user policy or a resumable route: they count or see events).
- * Sized so `pause` never overflows the budget on frames alone: with the socket full the bridge
- * holds at most `writableHighWaterMark` + 2 × {@link FRAME_PREFETCH} frames.
+ * The bridge then counts demand in bytes (`maxElementBytes`), keeping {@link UPSTREAM_SIDE_BYTES}
+ * free for the upstream side, so `pause` never overflows the budget, which counts every
+ * userland byte of the stream; frames must fit beside that reserve and the socket's buffer.
  */
 function byteRelayFrameBytes(route: ResolvedRoute, res: Response, hasPolicy: boolean): number | undefined {
   if (route.policy.relay !== 'bytes' || hasPolicy || route.policy.limitRate > 0 || route.resumable) return undefined;
-  const fit = Math.floor((route.policy.maxBufferedBytes - res.writableHighWaterMark) / (2 * FRAME_PREFETCH + 1));
-  const frameBytes = Math.min(MAX_FRAME_BYTES, fit);
+  const frameBytes = Math.min(MAX_FRAME_BYTES, route.policy.maxBufferedBytes - UPSTREAM_SIDE_BYTES - res.writableHighWaterMark);
   return frameBytes >= MIN_FRAME_BYTES ? frameBytes : undefined;
 }
 

@@ -45,13 +45,21 @@ export class ChunkDecodeSubscriber<T> implements Subscriber<Uint8Array>, Subscri
     private readonly context: FlowContext,
     decoder: ChunkDecoderFactory<T>,
     onLastEventId?: (lastEventId: string) => void,
+    /** When given, `counter.bytes` is kept equal to the bytes of the queued outputs. */
+    private readonly account?: { counter: { bytes: number }; sizeOf: (item: T) => number },
   ) {
     this.onLastEventId = onLastEventId;
     this.decoder = decoder(
-      (item) => this.queue.push(item),
+      account === undefined
+        ? (item) => this.queue.push(item)
+        : (item) => {
+            if (!(item instanceof LastEventIdMark)) account.counter.bytes += account.sizeOf(item);
+            this.queue.push(item);
+          },
       (error) => this.fail(error),
     );
   }
+
 
   onSubscribe(s: Subscription): void {
     this.upstream = s;
@@ -69,6 +77,7 @@ export class ChunkDecodeSubscriber<T> implements Subscriber<Uint8Array>, Subscri
     this.cancelled = true;
     this.upstream?.cancel();
     this.decoder.reset();
+    if (this.account !== undefined) this.account.counter.bytes = 0;
     discardAll(this.context, this.queue.drainAll().filter((e) => !(e instanceof LastEventIdMark)));
   }
 
@@ -120,6 +129,7 @@ export class ChunkDecodeSubscriber<T> implements Subscriber<Uint8Array>, Subscri
         }
         if (this.demand === 0) break;
         const event = this.queue.shift() as T;
+        if (this.account !== undefined) this.account.counter.bytes -= this.account.sizeOf(event);
         if (this.demand !== Infinity) this.demand--;
         this.actual.onNext(event);
       }

@@ -8,6 +8,11 @@ export interface SseFramesOptions {
   maxEventBytes?: number;
   /** Target frame size in bytes (default 16 KiB); a larger single block is a frame of its own. */
   maxFrameBytes?: number;
+  /**
+   * Kept equal to the bytes of the frames waiting in the queue, for a caller that counts them
+   * (e.g. against the stream's `ByteBudget` with `attachExternal(() => queued.bytes)`).
+   */
+  queued?: { bytes: number };
 }
 
 /**
@@ -22,7 +27,7 @@ export interface SseFramesOptions {
  *
  * Demand: one upstream chunk at a time while downstream demand is unmet and no frame is waiting
  * (unbounded when downstream demand is); the frames of one chunk wait in a queue, so it holds at
- * most one chunk's bytes.
+ * most one chunk's bytes (reported in `queued` when given).
  * Discard: queued frames on cancel.
  * Errors: an event block over `maxEventBytes` ({@link SseLimitError}, `ERR_TIDEGATE_SSE_LIMIT`)
  * cancels upstream at once; frames cut before it are delivered first. An unterminated last block
@@ -37,8 +42,14 @@ export function sseFrames(options: SseFramesOptions = {}): FlowOperator<Uint8Arr
       source.subscribeWith(
         new ChunkDecodeSubscriber<SseFrame>(actual, context, (push, fail) =>
           createFrameSplitter({ onFrame: push, onError: fail, maxEventBytes: options.maxEventBytes, maxFrameBytes: options.maxFrameBytes }),
+          undefined,
+          options.queued === undefined ? undefined : { counter: options.queued, sizeOf: frameBytes },
         ),
         context,
       ),
     );
+}
+
+function frameBytes(frame: SseFrame): number {
+  return frame.bytes.length;
 }
