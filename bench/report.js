@@ -15,7 +15,7 @@ const LABELS = {
   direct: 'direct (no proxy)',
 };
 const STATE_COLORS = { completed: '#2ca02c', slowed: '#98df8a', terminated: '#ffbb78', grew: '#d62728' };
-const STATE_TEXT = { completed: 'completed', slowed: 'upstream slowed, bounded', terminated: 'cut (error event or stall reset)', grew: 'memory grew' };
+const STATE_TEXT = { completed: 'completed', slowed: 'upstream slowed, bounded', terminated: 'cut (error event, reset or close)', grew: 'userland memory grew' };
 
 const esc = (s) => String(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 const ok = (r) => r && !r.error;
@@ -120,7 +120,7 @@ function heatmaps(map) {
         const cell = map.policies[name].find((x) => x.rate === rate && x.consumer === c);
         const st = cell ? cell.state : null;
         const fill = st ? STATE_COLORS[st] : '#ddd';
-        const label = !cell ? 'n/a' : st === 'terminated' ? `cut ${cell.errored}/${cell.n}` : st === 'grew' ? fmtShort(cell.heldMaxB) : st;
+        const label = !cell ? 'n/a' : st === 'terminated' ? `${cutKind(cell)} ${cell.errored}/${cell.n}` : st === 'grew' ? (cell.heldMaxB != null ? fmtShort(cell.heldMaxB) : `RSS +${f(cell.rssGrowthMb, 0)} MB`) : st;
         body += `<rect x="${x0 + ci * cw}" y="${T + ri * ch}" width="${cw - 2}" height="${ch - 2}" fill="${fill}"/>`;
         body += `<text x="${x0 + ci * cw + cw / 2 - 1}" y="${T + ri * ch + ch / 2 + 4}" text-anchor="middle" font-size="11">${esc(label)}</text>\n`;
       });
@@ -134,6 +134,29 @@ function heatmaps(map) {
     body += `<rect x="${lx}" y="${lyy}" width="14" height="14" fill="${col}"/><text x="${lx + 20}" y="${lyy + 11}">${esc(STATE_TEXT[k])}</text>`;
   });
   return svgDoc(W, H, body);
+}
+
+/** Short name of how a cell's streams were cut: the dominant kind ("reset", "error ev", "closed"). */
+function cutKind(cell) {
+  const c = cell.cut;
+  if (!c) return 'cut';
+  const kinds = [['error ev', c.error], ['reset', c.reset], ['closed', c.closed + (c.unread || 0)]].filter(([, v]) => v > 0);
+  return kinds.length === 1 ? kinds[0][0] : 'cut';
+}
+
+/** "20/20 (reset 20)" for the markdown tables. */
+function cutText(cell) {
+  const c = cell.cut || {};
+  const how = [['error event', c.error], ['reset', c.reset], ['closed', c.closed], ['end not yet read', c.unread]].filter(([, v]) => v).map(([k, v]) => `${k} ${v}`);
+  return `${cell.errored}/${cell.n}${how.length ? ` (${how.join(', ')})` : ''}`;
+}
+
+/** "10 error event + 3 reset + 1 closed" style summary of how S1 streams of one kind ended. */
+function endedHow(r, kind) {
+  const parts = [];
+  const closed = (r[`${kind}Closed`] || 0) + (r[`${kind}Unread`] || 0);
+  if (closed) parts.push(`+${closed} closed without either`);
+  return parts.join(' ');
 }
 
 function consumerLabel(c) {
@@ -260,28 +283,32 @@ function markdown(res, charts, analysis) {
     out.push('');
     out.push(`${p.clients} clients (half stalled after the first event, half reading ${p.slowBps} B/s at the TCP level), upstream ${p.rate} events/s per stream of ${Object.values(S.S1).find((r) => ok(r) && r.eventBytes)?.eventBytes ?? p.eventBytes} B on the wire (the smallest valid OpenAI chunk with CJK/emoji content), ${p.durationMs / 1000} s. tidegate runs with a 64 KiB per-stream budget and \`--stall-timeout-ms ${p.stallTimeoutMs}\`, once per overflow policy: \`pause\` (the default: the upstream is paused; a socket that accepts nothing for the stall timeout is reset) and \`terminate\` (a stream whose backlog exceeds the budget ends at once with an error event).`);
     out.push('');
-    out.push('"held/stream" is what a proxy keeps in its own memory for one stream: bytes the upstream wrote minus bytes still in kernel socket queues on both links (`/proc/net/tcp` tx+rx queues) minus bytes the client read, measured after freezing upstream and clients.');
+    out.push(`"held/stream" is what a proxy keeps in its own (userland) memory for one stream: payload the proxy read from its upstream socket minus payload it handed to its client socket, from what the upstream wrote, the kernel queues of both links (\`/proc/net/tcp\` tx + rx, converted from wire bytes with the chunk framing ratio) and what the client read. It is taken in frozen snapshots (upstream and clients paused) at ${(p.snapshotsAt || [1]).map((x) => `${f((x * p.durationMs) / 1000, 1)} s`).join(', ')}, and only over streams whose sockets are still in \`/proc/net/tcp\`: a stream the proxy reset has no kernel queues left to subtract, and its bytes were dropped, not held. The column shows the largest value and how many streams were open at that snapshot.`);
+    out.push('');
+    out.push('How each stream ended, from the client after a final drain (it reads whatever is left): **error event** (the proxy wrote an error event and the client read it), **reset** (the proxy reset the socket, as tidegate\'s stall cut does: the kernel discards what was queued, so no error event can arrive), **done** (`[DONE]` arrived).');
     out.push('');
     out.push(
       S.S1.error
         ? `S1 failed: ${S.S1.error}`
         : mdTable(
-            ['system', 'idle RSS', 'peak RSS − idle', 'held/stream (max)', 'peak budget use (gateway log)', 'upstream produced/stream (mean of nominal)', 'stalled: saw an error event', 'slow: saw an error event', 'slow: done (after drain)', 'streams the gateway ended (log)'],
+            ['system', 'idle RSS', 'peak RSS − idle', 'held/stream (max while open)', 'peak budget use (gateway log)', 'upstream produced/stream (mean of nominal)', 'stalled: cut with an error event', 'stalled: cut (reset)', 'slow: cut with an error event', 'slow: cut (reset)', 'slow: done (after drain)', 'streams the gateway ended (log)'],
             Object.entries(S.S1).map(([n, r]) =>
               ok(r)
                 ? [
                     LABELS[n] || n,
                     `${f(r.idleRssMb)} MB`,
                     `**${f(r.rssDeltaMb)} MB**`,
-                    r.heldStreams === 0 ? 'n/a (all ended)' : fmtB(r.heldPerStreamMaxB),
+                    !r.heldStreams ? 'n/a (no stream open at a snapshot)' : `${fmtB(r.heldPerStreamMaxB)} (${r.heldStreams} open${r.heldAtMs != null ? ` at ${f(r.heldAtMs / 1000, 1)} s` : ''})`,
                     r.streamLog ? fmtB(Math.max(0, ...Object.values(r.streamLog).map((v) => v.maxPeakBufferedBytes || 0))) : '–',
                     `${fmtB(r.producedPerStreamMeanB)} of ${fmtB(r.nominalPerStreamB)}`,
-                    `${r.stalledCutWithError}/${r.stalledTotal}${r.stalledReset ? ` (+${r.stalledReset} reset)` : ''}`,
+                    `${r.stalledCutWithError}/${r.stalledTotal}`,
+                    `${r.stalledReset ?? 'n/a'}/${r.stalledTotal}${endedHow(r, 'stalled') ? ` (${endedHow(r, 'stalled')})` : ''}`,
                     `${r.slowErrored}/${r.slowTotal}`,
+                    `${r.slowReset ?? 'n/a'}/${r.slowTotal}${endedHow(r, 'slow') ? ` (${endedHow(r, 'slow')})` : ''}`,
                     `${r.slowCompleted}/${r.slowTotal}`,
                     gatewayCuts(r.streamLog),
                   ]
-                : [LABELS[n] || n, `error: ${esc(r.error).slice(0, 120)}`, '', '', '', '', '', '', '', ''],
+                : [LABELS[n] || n, `error: ${esc(r.error).slice(0, 120)}`, '', '', '', '', '', '', '', '', '', ''],
             ),
           ),
     );
@@ -345,7 +372,7 @@ function markdown(res, charts, analysis) {
     const mp = S.MAP;
     out.push('## Stability map');
     out.push('');
-    out.push(`Producer rate and consumer rate as two independent variables: every cell runs ${mp.streams} concurrent streams for ${mp.cellMs / 1000} s at one upstream rate (rows, events/s of ~150 B) and one client read rate (columns), then classifies the cell: **completed** (every stream got \`[DONE]\`), **upstream slowed, bounded** (no error, the proxy holds ≤ 4× the 64 KiB budget per stream, the producer was paused), **terminated** (the proxy ended streams: an error event, e.g. overflow, or a reset, which is how tidegate's stall cut ends a socket that reads nothing), **memory grew** (a stream's userland backlog exceeded 4× the budget, or RSS grew > 100 MB in the cell).`);
+    out.push(`Producer rate and consumer rate as two independent variables: every cell runs ${mp.streams} concurrent streams for ${mp.cellMs / 1000} s at one upstream rate (rows, events/s of ~150 B) and one client read rate (columns), then classifies the cell: **completed** (every stream got \`[DONE]\`), **upstream slowed, bounded** (no error, the proxy holds ≤ 4× the 64 KiB budget per stream, the producer was paused), **terminated** (the proxy ended streams: with an error event, e.g. overflow; with a reset, which is how tidegate's stall cut ends a socket that reads nothing; or with a plain close), **memory grew** (the userland backlog of a stream still open at the end of the cell exceeded 4× the budget, or the proxy's RSS grew > 100 MB in the cell). The backlog is measured as in S1; the kernel queues of a stream the proxy reset are gone with the reset, so such a stream counts as cut, never as held memory.`);
     out.push('');
     out.push('Real LLM token rates (20–200 tokens/s) are far below what loopback socket buffers absorb in a few seconds (the kernel autotunes the send buffer of a stalled stream up to `tcp_wmem` max, megabytes), so the rows are scaled up (hundreds to tens of thousands of events/s) to compress minutes of streaming into one cell; the boundary is the ratio of producer to consumer rate, which the scaling keeps.');
     out.push('');
@@ -361,7 +388,7 @@ function markdown(res, charts, analysis) {
             ...mp.consumers.map((c) => {
               const cell = cells.find((x) => x.rate === r && x.consumer === c);
               if (!cell) return 'n/a';
-              const extra = cell.state === 'terminated' ? ` ${cell.errored}/${cell.n}` : cell.state === 'grew' ? ` ${fmtB(cell.heldMaxB)}` : '';
+              const extra = cell.state === 'terminated' ? ` ${cutText(cell)}` : cell.state === 'grew' ? ` ${cell.heldMaxB != null ? fmtB(cell.heldMaxB) : `RSS +${f(cell.rssGrowthMb, 0)} MB`}` : '';
               return `${cell.state}${extra} (up ${f((cell.producedRatio || 0) * 100, 0)}%)`;
             }),
           ]),
@@ -404,7 +431,7 @@ function markdown(res, charts, analysis) {
   out.push('## Method and caveats');
   out.push('');
   out.push('- Everything runs on one machine: upstream, load generator and proxy compete for the same cores; ratios within one run are meaningful, absolute numbers less so.');
-  out.push('- "Slow" clients read through a fixed 512-byte buffer (`net.connect({onread})`) and pause the socket when over budget, so the proxy sees a full TCP window. Node cannot set `SO_RCVBUF`, so the client kernel still buffers up to its autotuned receive window (tens to hundreds of KiB); that memory is the kernel\'s, not the proxy\'s, and is subtracted in "held/stream".');
+  out.push('- "Slow" clients read through a fixed 512-byte buffer (`net.connect({onread})`) and pause the socket when over budget, so the proxy sees a full TCP window. Node cannot set `SO_RCVBUF`, so the client kernel still buffers up to its autotuned receive window (tens to hundreds of KiB); that memory is the kernel\'s, not the proxy\'s, and is subtracted in "held/stream". A client paused this way does not notice a reset until it reads again, so the bench takes the link state from `/proc/net/tcp` (a reset socket is gone from it) and from the final drain (`ECONNRESET`).');
   out.push('- Peak RSS is sampled every 100 ms from `/proc/<pid>/status` (VmRSS), CPU from `/proc/<pid>/stat` (utime + stime); for nginx the master and its worker are summed.');
   out.push('- For the OpenAI adapter the gateway re-encodes events, so bytes in and out of a stream may differ slightly; "held/stream" is then approximate.');
   out.push('- Reproduce: `npm run bench:quick` (< 2 min) or `npm run bench` (~15 min); raw JSON in `bench/results/` (git-ignored). `node bench/run.js --only S1,S3 --targets nginx,tidegate-pass` runs a subset.');
@@ -428,13 +455,14 @@ function targetsTable(res) {
     if (n === 'tidegate-pass' || s1) {
       rows.push([label, 'S1 peak RSS − idle ≤ 40 MB', s1 ? `${f(s1.rssDeltaMb)} MB` : 'n/a', verdict(s1 && s1.rssDeltaMb <= 40)]);
       const heldKnown = s1 && s1.heldStreams > 0;
-      rows.push([label, 'S1 held/stream ≤ 64 KiB (bench-side: written − kernel queues − read)', heldKnown ? fmtB(s1.heldPerStreamMaxB) : 'n/a (every stream had ended)', heldKnown ? verdict(s1.heldPerStreamMaxB <= 65536) : 'n/a']);
+      rows.push([label, 'S1 held/stream ≤ 64 KiB (bench-side, streams open at a snapshot: read from upstream − handed to the client socket)', heldKnown ? `${fmtB(s1.heldPerStreamMaxB)} (${s1.heldStreams} open)` : 'n/a (no stream open at a snapshot)', heldKnown ? verdict(s1.heldPerStreamMaxB <= 65536) : 'n/a']);
       if (s1t) rows.push([`${label}, terminate`, 'S1 peak RSS − idle ≤ 40 MB', `${f(s1t.rssDeltaMb)} MB`, verdict(s1t.rssDeltaMb <= 40)]);
       const budgetPeak = (r) => (r && r.streamLog ? Math.max(0, ...Object.values(r.streamLog).map((v) => v.maxPeakBufferedBytes || 0)) : null);
       if (s1) rows.push([label, 'S1 gateway-accounted bytes/stream ≤ 64 KiB (log peakBufferedBytes)', fmtB(budgetPeak(s1)), verdict(budgetPeak(s1) <= 65536)]);
-      rows.push([label, 'S1 every stalled stream cut with an error event (pause)', s1 ? `${s1.stalledCutWithError}/${s1.stalledTotal}; gateway: ${gatewayCuts(s1.streamLog)}` : 'n/a', verdict(s1 && s1.stalledCutWithError === s1.stalledTotal)]);
-      if (s1t) rows.push([`${label}, terminate`, 'S1 every stalled stream cut with an error event', `${s1t.stalledCutWithError}/${s1t.stalledTotal}; gateway: ${gatewayCuts(s1t.streamLog)}`, verdict(s1t.stalledCutWithError === s1t.stalledTotal)]);
-      rows.push([label, 'S1 slow streams all complete (pause)', s1 ? `${s1.slowCompleted}/${s1.slowTotal} done, ${s1.slowErrored} saw an error` : 'n/a', verdict(s1 && s1.slowCompleted === s1.slowTotal)]);
+      const cutHow = (r) => `${r.stalledCutWithError}/${r.stalledTotal} with an error event, ${r.stalledReset ?? 'n/a'}/${r.stalledTotal} reset; gateway: ${gatewayCuts(r.streamLog)}`;
+      rows.push([label, 'S1 every stalled stream cut with an error event (pause)', s1 ? cutHow(s1) : 'n/a', verdict(s1 && s1.stalledCutWithError === s1.stalledTotal)]);
+      if (s1t) rows.push([`${label}, terminate`, 'S1 every stalled stream cut with an error event', cutHow(s1t), verdict(s1t.stalledCutWithError === s1t.stalledTotal)]);
+      rows.push([label, 'S1 slow streams all complete (pause)', s1 ? `${s1.slowCompleted}/${s1.slowTotal} done, ${s1.slowErrored} cut with an error event, ${s1.slowReset ?? 'n/a'} reset` : 'n/a', verdict(s1 && s1.slowCompleted === s1.slowTotal)]);
     }
     const cap = n === 'tidegate-pass' ? 1 : 1.5;
     rows.push([label, `S2 CPU s/GB ≤ ${cap === 1 ? '' : '1.5 × '}pipeline() proxy${pipeS2 ? ` (${f(pipeS2.cpuSPerGb, 2)})` : ''}`, s2 ? f(s2.cpuSPerGb, 2) : 'n/a', verdict(s2 && pipeS2 ? s2.cpuSPerGb <= cap * pipeS2.cpuSPerGb : null)]);
