@@ -277,3 +277,67 @@ describe('demand bridge backpressure (real sockets)', () => {
 });
 
 export type { Flow };
+
+describe('demand bridge: demand in bytes (maxElementBytes)', () => {
+  /**
+   * A route emitting 8 KiB elements as requested (up to `total`), recording every request(n),
+   * to a paused client; `reserve` plays the upstream side that may still grow.
+   */
+  async function byteDemandRoute(options: { budget: number; elementBytes: number; total: number; reserve?: number }) {
+    const requests: number[] = [];
+    const results: StreamResult[] = [];
+    const app = express();
+    app.get('/s', (_req, res) => {
+      let emitted = 0;
+      const flow = createFlow<Uint8Array>((sink) => {
+        sink.onRequest((n) => {
+          requests.push(n);
+          for (let i = 0; i < n && emitted < options.total; i++, emitted++) sink.next(Buffer.from(`data: ${'y'.repeat(options.elementBytes - 8)}\n\n`));
+          if (emitted === options.total) sink.complete();
+        });
+      });
+      const reserve = options.reserve;
+      void sendFlow(res, flow, {
+        maxBufferedBytes: options.budget,
+        maxElementBytes: 8 * 1024,
+        reserveBytes: reserve === undefined ? undefined : () => reserve,
+        stallTimeoutMs: 0,
+        heartbeatMs: 0,
+      }).done.then((r) => results.push(r));
+    });
+    const gw = await listen(app);
+    closers.push(gw);
+    return { gw, requests, results };
+  }
+
+  it('requests only as many elements as the budget has room for, and never overflows a paused client', async () => {
+    const budget = 64 * 1024;
+    const { gw, requests, results } = await byteDemandRoute({ budget, elementBytes: 8 * 1024, total: 2000, reserve: 16 * 1024 });
+    const c = await RawClient.request(gw.port, '/s');
+    closers.push({ close: async () => c.destroy() });
+    await sleep(500); // the kernel buffers fill, then the budget
+    expect(results).toHaveLength(0); // still paused, not overflowed
+    // First request: (64 KiB − 16 KiB reserved) / 8 KiB = 6 elements, not a count-based prefetch of 16.
+    expect(requests[0]).toBe(6);
+    c.readAll();
+    expect(await c.waitClosed(20_000)).toBe(true);
+    await waitFor(() => results.length === 1, 5000);
+    expect(results[0]?.outcome).toBe('completed');
+    expect(results[0]?.peakBufferedBytes).toBeLessThanOrEqual(budget);
+    expect(c.body().match(/^data: y+$/gm)?.length).toBe(2000);
+  });
+
+  it('still requests one element when nothing is in flight, so a reserve larger than the room cannot hang the stream', async () => {
+    // 64 KiB − 60 KiB reserved leaves no room for one 8 KiB element (an upstream side grown past
+    // its nominal bound, e.g. one large event carried over); the stream still moves, one by one.
+    const { gw, requests, results } = await byteDemandRoute({ budget: 64 * 1024, elementBytes: 8 * 1024, total: 10, reserve: 60 * 1024 });
+    const c = await RawClient.request(gw.port, '/s');
+    closers.push({ close: async () => c.destroy() });
+    c.readAll();
+    expect(await c.waitClosed(5000)).toBe(true);
+    await waitFor(() => results.length === 1, 5000);
+    expect(results[0]?.outcome).toBe('completed');
+    expect(requests.every((n) => n === 1)).toBe(true);
+    expect(c.body().match(/^data: y+$/gm)?.length).toBe(10);
+  });
+});
