@@ -10,7 +10,7 @@
 //
 // IPC: {cmd:'start', spec} → {type:'started'}; {cmd:'freeze'} → {type:'frozen'}; {cmd:'unfreeze'} → {type:'unfrozen'};
 //      {cmd:'snapshot'} → {type:'snapshot'};
-//      {cmd:'stop', drainMs} → {type:'result'}
+//      {cmd:'stop', drainMs, maxDrainMs} → {type:'result'}
 const net = require('node:net');
 const fs = require('node:fs');
 const { performance } = require('node:perf_hooks');
@@ -368,7 +368,8 @@ process.on('message', async (msg) => {
           c.resume();
         }
         // At least drainMs; then on while bytes still arrive (a multi-MB kernel backlog ahead of an
-        // error event), up to 4 × drainMs in all.
+        // error event), up to maxDrainMs (default 4 × drainMs) in all.
+        const maxDrainMs = msg.maxDrainMs || 4 * drainMs;
         const t0 = Date.now();
         let last = -1;
         for (;;) {
@@ -376,7 +377,7 @@ process.on('message', async (msg) => {
           if (!open.length) break;
           const got = open.reduce((n, c) => n + c.rawBytes, 0);
           const el = Date.now() - t0;
-          if (el >= 4 * drainMs || (el >= drainMs && got === last)) break;
+          if (el >= maxDrainMs || (el >= drainMs && got === last)) break;
           last = got;
           await new Promise((r) => setTimeout(r, 100));
         }

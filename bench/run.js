@@ -5,7 +5,8 @@
 // prints tables, writes bench/results/*.json, docs/img/bench-*.svg and docs/benchmarks.md.
 //
 // Flags: --quick  --only S1,S2,S3,S4,MAP,MICRO  --targets naive,pipeline,nginx,tidegate-pass,tidegate-openai
-//        --no-docs (do not rewrite docs/benchmarks.md and the SVGs)
+//        --no-docs (do not rewrite docs/benchmarks.md and the SVGs; the default in --quick mode)
+//        --docs (rewrite them from a quick run too)
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -20,7 +21,8 @@ const QUICK = argv.includes('--quick');
 const flag = (k) => (argv.includes(k) ? argv[argv.indexOf(k) + 1] : null);
 const ONLY = (flag('--only') || 'S1,S2,S3,S4,MAP,MICRO').toUpperCase().split(',');
 const TARGET_FILTER = flag('--targets') ? flag('--targets').split(',') : null;
-const WRITE_DOCS = !argv.includes('--no-docs');
+// docs/benchmarks.md holds the full figures: a quick run leaves it alone unless --docs is given.
+const WRITE_DOCS = argv.includes('--docs') || (!QUICK && !argv.includes('--no-docs'));
 
 const fd = procs.fdLimits();
 const S4_MAX = Math.max(100, Math.floor((fd.hard - 300) / 2)); // the gateway holds 2 fds per stream
@@ -28,15 +30,15 @@ const S4_MAX = Math.max(100, Math.floor((fd.hard - 300) / 2)); // the gateway ho
 /** All counts and durations, bounded; quick mode keeps the whole run under 2 minutes. */
 const P = QUICK
   ? {
-      s1: { clients: 20, rate: 20000, eventBytes: 100, durationMs: 2000, slowBps: 2048, stallTimeoutMs: 700, drainMs: 500, snapshotsAt: [0.75, 1] },
+      s1: { clients: 20, rate: 20000, eventBytes: 100, durationMs: 2000, slowBps: 2048, stallTimeoutMs: 700, drainMs: 500, maxDrainMs: 1500, snapshotsAt: [0.75, 1] },
       s2: { clients: 10, bytesPerStream: 4 << 20, eventBytes: 150, maxMs: 8000 },
-      s3: { clients: 20, rate: 100, eventBytes: 150, durationMs: 1500 },
-      s4: { streams: Math.min(500, S4_MAX), holdMs: 2000, eventBytes: 150 },
-      map: { streams: 10, cellMs: 1000, producers: [2000, 50000], consumers: ['stalled', 65536, 'fast'], stallTimeoutMs: 700 },
+      s3: { clients: 20, rate: 100, eventBytes: 150, durationMs: 1000 },
+      s4: { streams: Math.min(500, S4_MAX), holdMs: 1500, eventBytes: 150 },
+      map: { streams: 10, cellMs: 800, producers: [2000, 50000], consumers: ['stalled', 65536, 'fast'], stallTimeoutMs: 500 },
       micro: { elements: 200000, runs: 3 },
     }
   : {
-      s1: { clients: 200, rate: 10000, eventBytes: 100, durationMs: 20000, slowBps: 2048, stallTimeoutMs: 5000, drainMs: 3000, snapshotsAt: [0.2, 0.4, 0.6, 1] },
+      s1: { clients: 200, rate: 10000, eventBytes: 100, durationMs: 20000, slowBps: 2048, stallTimeoutMs: 5000, drainMs: 3000, maxDrainMs: 6000, snapshotsAt: [0.2, 0.4, 0.6, 1] },
       s2: { clients: 50, bytesPerStream: 20 << 20, eventBytes: 150, maxMs: 60000 },
       s3: { clients: 100, rate: 100, eventBytes: 150, durationMs: 10000 },
       s4: { streams: Math.min(9000, S4_MAX), holdMs: 15000, eventBytes: 150 },
@@ -373,7 +375,7 @@ async function runS1() {
       }
       const samples = h.sampler.stopSampling();
       const best = snaps.filter((x) => x.open > 0).sort((a, b) => b.heldMaxB - a.heldMaxB)[0] || null;
-      const res = await loadCall({ cmd: 'stop', drainMs: p.drainMs }, 'result', p.drainMs + 20000);
+      const res = await loadCall({ cmd: 'stop', drainMs: p.drainMs, maxDrainMs: p.maxDrainMs }, 'result', p.maxDrainMs + 20000);
       const all = outcomes(res.clients, held);
       const stalled = all.filter((c) => c.mode === 'stalled');
       const slow = all.filter((c) => c.mode === 'slow');
@@ -561,7 +563,7 @@ async function runS4() {
       };
     } finally {
       await stopTarget(h);
-      await procs.sleep(500);
+      await procs.sleep(QUICK ? 200 : 500);
     }
   });
   results.scenarios.S4 = rows;
@@ -608,16 +610,16 @@ async function runMap() {
           const tm = setInterval(() => (peak = Math.max(peak, h.sampler.read().rssMb)), 100);
           const mode = cons === 'stalled' ? 'stalled' : cons === 'fast' ? 'fast' : 'slow';
           await loadCall({ cmd: 'start', spec: { port: h.port, path: pol.target.path, clients: p.streams, modes: [mode], slowBps: typeof cons === 'number' ? cons : 0, tagPrefix: `m${rate}-${cons}-` } }, 'started');
-          await procs.sleep(p.cellMs + 300);
+          await procs.sleep(p.cellMs + (QUICK ? 200 : 300));
           await upCtl('/_freeze', {});
           await loadCall({ cmd: 'freeze' }, 'frozen');
-          await procs.sleep(250);
+          await procs.sleep(QUICK ? 150 : 250);
           const stats = await upCtl('/_stats');
           const snap = await loadCall({ cmd: 'snapshot' }, 'snapshot');
           clearInterval(tm);
           const held = heldPerStream(stats, snap, h.port);
           if (process.env.BENCH_DEBUG) console.error(JSON.stringify({ cell: [rate, cons], held: held.slice(0, 3), up: stats.streams.slice(0, 3) }));
-          const res = await loadCall({ cmd: 'stop', drainMs: QUICK ? 300 : 800 }, 'result');
+          const res = await loadCall({ cmd: 'stop', drainMs: QUICK ? 300 : 800, maxDrainMs: QUICK ? 900 : 2400 }, 'result');
           const oc = countBy(outcomes(res.clients, held).map((c) => c.outcome));
           // Cut by the proxy: an error event, a reset (tidegate's stall cut), or a close without either.
           const cut = { error: oc.error || 0, reset: oc.reset || 0, closed: oc.closed || 0, unread: oc.unread || 0 };
@@ -636,7 +638,7 @@ async function runMap() {
           else state = 'slowed';
           cells.push({ rate, consumer: cons, state, errored, cut, done, n: res.clients.length, open: live.length, heldMaxB: heldMax, rssGrowthMb: peak - rss0, producedRatio: nominal ? producedMean / nominal : null });
           await upCtl('/_config', { rate: 1, durationMs: 1 }); // drop leftover upstream streams
-          await procs.sleep(150);
+          await procs.sleep(QUICK ? 80 : 150);
         }
       }
     } catch (e) {
@@ -750,6 +752,13 @@ async function main() {
   results.durationS = (Date.now() - t0) / 1000;
   results.machine.loadavgEnd = os.loadavg().map((x) => +x.toFixed(2));
   for (const s of results.skipped) console.log(`skipped ${s.target}: ${s.why}`);
+  // A target that failed to start or run is a note here (and an error row in its table), not a crash.
+  for (const [k, rows] of Object.entries(results.scenarios)) {
+    if (rows && rows.error) console.log(`note: ${k} failed: ${rows.error.slice(0, 200)}`);
+    else if (k === 'MAP') {
+      for (const [n, cells] of Object.entries(rows.policies || {})) for (const c of cells) if (c.error) console.log(`note: MAP ${n} failed: ${c.error.slice(0, 200)}`);
+    } else for (const [n, r] of Object.entries(rows || {})) if (r && r.error) console.log(`note: ${k} ${n} failed: ${r.error.slice(0, 200)}`);
+  }
   if (results.gatewayFlagsMissing) console.log(`note: the gateway build rejects ${results.gatewayFlagsMissing.join(', ')}; ran without them (its defaults)`);
   const dir = path.join(__dirname, 'results');
   fs.mkdirSync(dir, { recursive: true });
@@ -759,7 +768,7 @@ async function main() {
   if (WRITE_DOCS) {
     const written = report.write(results, ROOT);
     console.log(`\nwrote ${written.join(', ')}`);
-  }
+  } else console.log('\ndocs/benchmarks.md not rewritten (quick mode or --no-docs; --docs forces it)');
   console.log(`\nbench finished in ${results.durationS.toFixed(0)} s; results in bench/results/`);
 }
 

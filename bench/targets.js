@@ -60,6 +60,8 @@ function cliFlags() {
 }
 
 function nginxBinary() {
+  // BENCH_NGINX=/path/to/nginx picks a binary; BENCH_NGINX=none runs as if nginx were not installed.
+  if (process.env.BENCH_NGINX) return process.env.BENCH_NGINX === 'none' ? null : process.env.BENCH_NGINX;
   for (const p of ['/usr/sbin/nginx', '/usr/local/sbin/nginx', '/usr/local/nginx/sbin/nginx']) {
     if (fs.existsSync(p)) return p;
   }
