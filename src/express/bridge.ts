@@ -319,7 +319,9 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
     const shrank = unsent < this.stallUnsent;
     this.stallUnsent = unsent;
     // Reading the kernel's queue parses /proc/net/tcp: only when Node's own count shows nothing.
-    const kernel = shrank || !socket ? undefined : kernelSendQueueBytes(socket);
+    // One table read serves every stream for half a stall tick (a read costs ~10 ms of kernel
+    // time), so each check still sees a table read after the previous check.
+    const kernel = shrank || !socket ? undefined : kernelSendQueueBytes(socket, this.stallTickMs(this.options.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_MS) / 2);
     const moved = shrank || (kernel !== undefined && this.stallKernel !== undefined && kernel !== this.stallKernel);
     this.stallKernel = kernel;
     return moved;
