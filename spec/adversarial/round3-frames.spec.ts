@@ -125,24 +125,17 @@ describe('round 3: createFrameSplitter vs an independent WHATWG client', () => {
     expect(got.map((f) => f.bytes.length).every((n) => n <= 4096)).toBe(true);
   });
 
-  // BUG (low): feed() runs normalise() on an empty chunk, which clears skipLF (src/sse/frames.ts,
-  // `this.skipLF = false` in normalise, reached from `if (this.skipLF || …) buf = this.normalise(buf)`
-  // in feed): the LF of a CRLF split around an empty chunk then counts as a second line end, so
-  // `data: x\r` + `` + `\n` dispatches an event the upstream never completed. Fix: return from
-  // feed() when `buf.length === 0` before normalising (sources such as web streams do yield
-  // empty chunks).
-  it.skip('BUG: an empty chunk between the CR and LF of a CRLF makes it two line ends (an extra dispatch)', () => {
+  // Regression (round 3): an empty chunk used to clear the pending CR, so the LF of a CRLF split
+  // around it counted as a second line end and dispatched an event the upstream never completed.
+  it('an empty chunk between the CR and LF of a CRLF keeps it one line end (no extra dispatch)', () => {
     const out = frames([Buffer.from('data: x\r'), Buffer.alloc(0), Buffer.from('\nmore')]);
     expect(Buffer.concat(out.map((f) => f.bytes)).toString()).toBe('');
   });
 
-  // BUG (low): two BOMs at stream start. A client strips the first and sees a `\ufeffdata` field
-  // (unknown: no event); the splitter strips one and relays `\ufeffdata: a` first, which the
-  // client's decoder strips as the stream's BOM: the client sees an event the upstream never
-  // sent. Cause: stripBom() in src/sse/frames.ts strips one BOM without looking at what follows.
-  // Fix: when the bytes after the stripped BOM start with another BOM, keep the original one too
-  // (then a client strips exactly one in either position).
-  it.skip('BUG: a second BOM at stream start turns an unknown field into an event', () => {
+  // Regression (round 3): with two BOMs at stream start, the splitter used to strip one and relay
+  // `\ufeffdata: a` first, which a client strips as the stream's BOM (an event the upstream never
+  // sent); a BOM followed by another is now kept.
+  it('a second BOM at stream start does not turn an unknown field into an event', () => {
     const input = Buffer.from('\ufeff\ufeffdata: a\n\n');
     const out = frames([input]);
     expect(clientEvents(Buffer.concat(out.map((f) => f.bytes)))).toEqual(clientEvents(input));

@@ -282,17 +282,14 @@ describe('round 3: byte relay over real sockets', () => {
   // BUG (medium, observability): the stream log's peakBufferedBytes under-reports what the stream
   // held. ByteBudget.peak only moves when someone calls observe()/tryAcquire() (src/flow/budget.ts
   // `observe`), and in the byte relay only the bridge does (src/express/bridge.ts onNext/flush).
-  // While the client is not reading, the bridge is idle and the upstream side keeps filling (the
-  // IncomingMessage up to its high-water mark + one 16 KiB read, the sseFrames queue), so the
-  // live `tidegate_buffered_bytes` gauge shows more than the peak logged at the end (seen:
-  // 33 KB live vs 17 KB logged with 1 KB events, 43 KB vs 27 KB with 13 KB events; 77 KB live vs 60 KB logged, over the 64 KiB
-  // budget, with 30 KB events). Fix: observe the budget where bytes enter userland: a hook in
-  // onUpstreamRead (src/upstream/request.ts) or in ChunkDecodeSubscriber.onNext after feed()
-  // (src/sse/decode-subscriber.ts) calling budget.observe().
-  it.skip.each([
+  // Regression (found in round 3): while the client is not reading, the bridge is idle and the
+  // upstream side keeps filling (the IncomingMessage up to its high-water mark + one 16 KiB read,
+  // the sseFrames queue); the logged peak missed that until the relay observed the budget on every
+  // upstream read (UpstreamRequest.onRead).
+  it.each([
     ['1 KB events', 1_000],
     ['13 KB events', 13_000],
-  ])('BUG: the logged peakBufferedBytes is at least what the stream was seen holding while paused (%s)', async (_n, eventBytes) => {
+  ])('the logged peakBufferedBytes is at least what the stream was seen holding while paused (%s)', async (_n, eventBytes) => {
     const event = `data: ${'q'.repeat(eventBytes - 8)}\n\n`;
     const count = Math.ceil((32 * 1024 * 1024) / eventBytes);
     const q = script(`peak-${eventBytes}`, () => {

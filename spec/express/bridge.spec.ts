@@ -327,17 +327,17 @@ describe('demand bridge: demand in bytes (maxElementBytes)', () => {
     expect(c.body().match(/^data: y+$/gm)?.length).toBe(2000);
   });
 
-  it('still requests one element when nothing is in flight, so a reserve larger than the room cannot hang the stream', async () => {
+  it('still requests one element when nothing is in flight: one that cannot fit beside the reserve ends the stream with overflow, never hangs it', async () => {
     // 64 KiB − 60 KiB reserved leaves no room for one 8 KiB element (an upstream side grown past
-    // its nominal bound, e.g. one large event carried over); the stream still moves, one by one.
+    // its nominal bound, e.g. one large event carried over).
     const { gw, requests, results } = await byteDemandRoute({ budget: 64 * 1024, elementBytes: 8 * 1024, total: 10, reserve: 60 * 1024 });
     const c = await RawClient.request(gw.port, '/s');
     closers.push({ close: async () => c.destroy() });
     c.readAll();
     expect(await c.waitClosed(5000)).toBe(true);
     await waitFor(() => results.length === 1, 5000);
-    expect(results[0]?.outcome).toBe('completed');
-    expect(requests.every((n) => n === 1)).toBe(true);
-    expect(c.body().match(/^data: y+$/gm)?.length).toBe(10);
+    expect(results[0]?.outcome).toBe('overflow');
+    expect(requests).toEqual([1]);
+    expect(c.body()).toMatch(/event: error\ndata: \{"code":"ERR_TIDEGATE_OVERFLOW"/);
   });
 });

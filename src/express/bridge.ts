@@ -223,8 +223,10 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
       return this.finish('error', err);
     }
     const size = chunkSize(chunk);
-    // Count the element before holding it: one large element can never overshoot the budget.
-    if (this.budget.used + size > this.budget.maxBytes) {
+    // Count the element before holding it: one large element can never overshoot the budget
+    // (with demand in bytes, nor the reserve kept for what the upstream side may still read).
+    const reserve = this.options.maxElementBytes === undefined ? 0 : (this.options.reserveBytes?.() ?? 0);
+    if (this.budget.used + size + reserve > this.budget.maxBytes) {
       return this.finish('overflow', new BufferOverflowError(`stream byte budget of ${this.budget.maxBytes} bytes exceeded by an element of ${size} bytes`));
     }
     this.events++;

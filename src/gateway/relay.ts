@@ -168,6 +168,8 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
     }
 
     const budget = new ByteBudget(route.policy.maxBufferedBytes);
+    // The peak counts what the upstream reader takes in while nobody asks (a paused stream).
+    upstreamRequest.onRead = () => void budget.observe();
     const frameBytes = byteRelayFrameBytes(route, res, options.policy !== undefined);
     let events: Flow<GatewayEvent>;
     let body$: Readable | undefined;

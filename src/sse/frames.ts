@@ -135,6 +135,7 @@ class FrameSplitterImpl implements FrameSplitter {
   feed(chunk: Uint8Array): void {
     if (this.failed) return;
     if (!(chunk instanceof Uint8Array)) throw new TypeError('FrameSplitter.feed: chunk must be a Uint8Array');
+    if (chunk.byteLength === 0) return; // also between the CR and LF of a CRLF
     let buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
     if (!this.bomDone) {
       const stripped = this.stripBom(buf);
@@ -203,7 +204,10 @@ class FrameSplitterImpl implements FrameSplitter {
       if (n - pos <= window) end = n;
       else {
         const cut = complete.lastIndexOf(BLANK, pos + window - 2);
-        if (cut >= pos) end = cut + 2;
+        if (cut >= pos) {
+          end = cut + 2;
+          while (end < n && complete[end] === LF) end++; // extra blank lines stay with their block
+        }
         else {
           // One block larger than the window: it must still be within the event limit.
           end = complete.indexOf(BLANK, pos) + 2;
@@ -230,18 +234,22 @@ class FrameSplitterImpl implements FrameSplitter {
   }
 
 
-  /** Strips one leading BOM, also when split across chunks; `undefined` while undecided. */
+  /**
+   * Strips one leading BOM, also when split across chunks; `undefined` while undecided. A BOM
+   * followed by a second one is kept: a client strips exactly one at stream start, and the line
+   * starting with the second is an unknown field either way, also behind a heartbeat.
+   */
   private stripBom(buf: Buffer): Buffer | undefined {
     const head = this.head === null ? buf : Buffer.concat([this.head, buf]);
-    let m = 0;
-    while (m < 3 && m < head.length && head[m] === BOM[m]) m++;
-    if (m === head.length && m < 3) {
+    const first = bomPrefix(head, 0);
+    const second = first === 3 ? bomPrefix(head, 3) : 0;
+    if ((first < 3 && first === head.length) || (first === 3 && second < 3 && second === head.length - 3)) {
       this.head = Buffer.from(head); // all BOM bytes so far: wait for more
       return undefined;
     }
     this.head = null;
     this.bomDone = true;
-    return m === 3 ? head.subarray(3) : head;
+    return first === 3 && second < 3 ? head.subarray(3) : head;
   }
 
   /** CRLF and lone CR → LF, into a new buffer (a CR ending the chunk swallows a leading LF of the next). */
@@ -272,6 +280,13 @@ class FrameSplitterImpl implements FrameSplitter {
     if (this.onError === undefined) throw error;
     this.onError(error);
   }
+}
+
+/** How many bytes of a BOM start at `at` (0–3). */
+function bomPrefix(bytes: Buffer, at: number): number {
+  let m = 0;
+  while (m < 3 && at + m < bytes.length && bytes[at + m] === BOM[m]) m++;
+  return m;
 }
 
 /** The bytes as they are when valid UTF-8, else decoded and re-encoded with U+FFFD replacements. */

@@ -107,6 +107,11 @@ export interface UpstreamRequest {
   firstByteTimeoutMs?: number;
   /** Longest silence between body chunks while the reader has demand (default 0 = off). Signals `TimeoutError('idle')`. */
   idleTimeoutMs?: number;
+  /**
+   * Called after each read of the response body's socket was handed to the response, before any
+   * consumer asked for it: where bytes enter userland, e.g. to record a budget's peak.
+   */
+  onRead?: () => void;
 }
 
 /** An upstream that answered 200 with an event stream, body not yet read. */
@@ -267,8 +272,18 @@ class UpstreamCall {
       if (res.headers.location !== undefined && [301, 302, 303, 307, 308].includes(res.statusCode ?? 0)) return;
       this.incoming = res;
       bodyIsResponse(res);
+      const socket = res.socket;
+      if (this.request.onRead !== undefined && socket !== null) {
+        // After the HTTP parser's own 'data' listener: the bytes are in the response by then.
+        socket.on('data', this.onSocketData);
+        const off = (): void => void socket.off('data', this.onSocketData);
+        res.once('end', off);
+        res.once('close', off);
+      }
     });
   }
+
+  private readonly onSocketData = (): void => this.request.onRead?.();
 
   /** See {@link UpstreamStream.bufferedBytes}. */
   bufferedBytes(): number {

@@ -30,10 +30,10 @@ function hasUsageObject(frame: Buffer): boolean {
     let i = at + 5;
     if (frame[i] !== 0x22 /* " */) continue;
     i++;
-    while (frame[i] === 0x20) i++;
+    while (frame[i] === 0x20 || frame[i] === 0x09) i++;
     if (frame[i] !== 0x3a /* : */) continue;
     i++;
-    while (frame[i] === 0x20) i++;
+    while (frame[i] === 0x20 || frame[i] === 0x09) i++;
     if (frame[i] === 0x7b /* { */) return true;
   }
   return false;
