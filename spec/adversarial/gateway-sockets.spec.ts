@@ -95,7 +95,9 @@ describe('tidegate CLI against clients that leave', () => {
   // Regression (src/express/bridge.ts, finish 'stalled'): the stall cut used res.destroy(), a
   // graceful close: with a full send queue the kernel kept the orphaned socket in FIN-WAIT-1
   // holding every queued byte (measured: 3.9 MB Send-Q per stream, for minutes), and the peer
-  // never learned the stream ended. Now an abortive close (RST) discards the send queue.
+  // never learned the stream ended. Now the error event and a FIN go first and, if the peer still
+  // reads nothing for another stall timeout (1.5 s here), an abortive close (RST) discards the
+  // send queue.
   it('a client that reads nothing is cut after the stall timeout with a reset, freeing the kernel send queue', async () => {
     const before = aborted('/fast');
     const c = await open('/fast');
@@ -110,7 +112,7 @@ describe('tidegate CLI against clients that leave', () => {
         return `${f[1]} `.endsWith(key) && `${f[2]} `.endsWith(peer);
       });
     };
-    await waitFor(() => !serverSide(), 2000);
+    await waitFor(() => !serverSide(), 1500 + 2000);
     // And the client sees the reset as soon as it reads.
     c.readAll();
     expect(await c.waitClosed(4000)).toBe(true);

@@ -228,6 +228,20 @@ describe('demand bridge backpressure (real sockets)', () => {
     c.destroy();
   });
 
+  it('a stalled reader that comes back within another stallTimeoutMs reads the data, then event: error ERR_TIDEGATE_STALLED', async () => {
+    const up = await countingUpstream({ totalBytes: 256 * 1024 * 1024 });
+    closers.push(up);
+    const results: StreamResult[] = [];
+    const gw = await relayGateway(up, { stallTimeoutMs: STALL_MS }, results);
+    const c = await RawClient.request(gw.port, '/s');
+    closers.push({ close: async () => c.destroy() });
+    await waitFor(() => results.length === 1, STALL_MS + 3000);
+    expect(results[0].outcome).toBe('stalled');
+    c.readAll();
+    expect(await c.waitClosed(STALL_MS + 3000)).toBe(true);
+    expect(c.body()).toMatch(/\n\nevent: error\ndata: \{"code":"ERR_TIDEGATE_STALLED","message":"[^"]+"\}\n\n$/);
+  });
+
   it('does not cut a reader that still reads 1 KiB/s over the same time', async () => {
     const up = await countingUpstream({ totalBytes: 256 * 1024 * 1024 });
     closers.push(up);

@@ -123,7 +123,8 @@ const COPY_BELOW_BYTES = 1024;
  * → cancel, which reaches the source and aborts the upstream request.
  *
  * Errors signalled: `ERR_TIDEGATE_OVERFLOW` (budget), `ERR_TIDEGATE_STALLED` (no drain for
- * `stallTimeoutMs`; the socket is destroyed to release kernel buffers).
+ * `stallTimeoutMs`: the error event is queued with a FIN, and the socket is reset after another
+ * `stallTimeoutMs` without progress, to release kernel buffers).
  */
 export function sendFlow(res: Response | ServerResponse, flow: Flow<BridgeElement>, options: SendFlowOptions = {}): StreamHandle {
   const target = res as ServerResponse;
@@ -477,13 +478,22 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
     if (outcome === 'client_closed') {
       res.off('error', this.onResError);
     } else if (outcome === 'stalled') {
-      // The peer reads nothing: destroying the socket frees the kernel's send buffer too.
-      res.off('error', this.onResError);
-      // An abortive close (RST): a graceful one would leave the orphaned socket in FIN-WAIT-1
-      // holding its whole send queue for minutes, and the peer would never learn the end.
+      // The error event goes after what the socket still holds, with a FIN: a reader that comes
+      // back within another stallTimeoutMs reads everything and the reason. One that does not is
+      // then reset (RST), which frees the kernel's send queue: a graceful close alone would leave
+      // the orphaned socket in FIN-WAIT-1 holding that queue for minutes. (The 'error' listener
+      // stays: the reset or a peer's own must not crash the process.)
       const socket = res.socket;
-      if (socket && typeof socket.resetAndDestroy === 'function') socket.resetAndDestroy();
-      else res.destroy();
+      this.endWith(undefined, (options.formatError ?? formatError)(error));
+      if (socket !== null && !socket.destroyed) {
+        const reset = setTimeout(() => {
+          if (socket.destroyed) return;
+          if (typeof socket.resetAndDestroy === 'function') socket.resetAndDestroy();
+          else socket.destroy();
+        }, options.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_MS);
+        reset.unref();
+        socket.once('close', () => clearTimeout(reset));
+      }
     } else if (!res.headersSent) {
       res.off('error', this.onResError);
       if (outcome === 'completed') {
