@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -114,6 +115,20 @@ describe('tidegate CLI: configuration', () => {
     children.push(cli.child);
     expect(await cli.exit).toBe(1);
     expect(cli.stderr()).toContain('stream.overflow');
+  });
+
+  it('says in one line which address is busy when the port is taken', async () => {
+    const busy = net.createServer();
+    await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
+    const port = (busy.address() as net.AddressInfo).port;
+    try {
+      const cli = run(['--port', String(port)]);
+      children.push(cli.child);
+      expect(await cli.exit).toBe(1);
+      expect(cli.stderr().trim()).toBe(`tidegate: cannot listen on 127.0.0.1:${port}: address already in use (choose another with --port / PORT or --host / HOST)`);
+    } finally {
+      busy.close();
+    }
   });
 
   it('serves --passthrough /path=URL for GET from a config-less start', async () => {

@@ -98,6 +98,17 @@ function parseFlags() {
 }
 
 main().catch((err: unknown) => {
-  process.stderr.write(`tidegate: ${err instanceof ConfigError ? err.message : ((err as Error).stack ?? String(err))}\n`);
+  process.stderr.write(`tidegate: ${describeStartError(err)}\n`);
   process.exit(1);
 });
+
+/** A one-line reason for the errors a user causes (config, a busy or forbidden port); a stack for the rest. */
+function describeStartError(err: unknown): string {
+  if (err instanceof ConfigError) return err.message;
+  const e = err as NodeJS.ErrnoException & { address?: string; port?: number };
+  if (e?.syscall === 'listen' && (e.code === 'EADDRINUSE' || e.code === 'EACCES' || e.code === 'EADDRNOTAVAIL')) {
+    const reason = e.code === 'EADDRINUSE' ? 'address already in use' : e.code === 'EACCES' ? 'permission denied' : 'address not available';
+    return `cannot listen on ${e.address ?? '?'}:${e.port ?? '?'}: ${reason} (choose another with --port / PORT or --host / HOST)`;
+  }
+  return (err as Error)?.stack ?? String(err);
+}
