@@ -1,32 +1,11 @@
-import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import fc from 'fast-check';
 import { SseLimitError } from '../../src/errors';
 import { createFrameSplitter, type SseFrame } from '../../src/sse';
+import { clientEvents } from './round3-harness';
 
 // Round 3: the byte relay's splitter against an independent WHATWG client (TextDecoder +
 // eventsource-parser): what a client makes of the frames must equal what it makes of the input,
 // at stream start and after heartbeats the relay may interleave.
-
-interface ClientEvent {
-  event: string;
-  data: string;
-  lastEventId: string;
-}
-
-/** A browser-like client: "UTF-8 decode" (BOM stripped once, U+FFFD) then a §9.2.6 parser. */
-function clientEvents(bytes: Buffer): ClientEvent[] {
-  const out: ClientEvent[] = [];
-  let lastEventId = '';
-  const parser = createParser({
-    onEvent: (e: EventSourceMessage) => {
-      if (e.id !== undefined) lastEventId = e.id;
-      out.push({ event: e.event ?? 'message', data: e.data, lastEventId });
-    },
-  });
-  // A trailing ":" settles a last lone CR (eventsource-parser waits for a possible LF) and dispatches nothing.
-  parser.feed(new TextDecoder('utf-8').decode(bytes) + ':');
-  return out;
-}
 
 /** Non-empty chunks of `bytes` cut at `cuts` (an empty chunk is its own spec below). */
 function split(bytes: Buffer, cuts: number[]): Buffer[] {

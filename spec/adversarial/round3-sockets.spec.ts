@@ -279,9 +279,6 @@ describe('round 3: byte relay over real sockets', () => {
     expect(line.peakBufferedBytes as number).toBeLessThanOrEqual(64 * 1024);
   });
 
-  // BUG (medium, observability): the stream log's peakBufferedBytes under-reports what the stream
-  // held. ByteBudget.peak only moves when someone calls observe()/tryAcquire() (src/flow/budget.ts
-  // `observe`), and in the byte relay only the bridge does (src/express/bridge.ts onNext/flush).
   // Regression (found in round 3): while the client is not reading, the bridge is idle and the
   // upstream side keeps filling (the IncomingMessage up to its high-water mark + one 16 KiB read,
   // the sseFrames queue); the logged peak missed that until the relay observed the budget on every
