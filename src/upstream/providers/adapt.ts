@@ -1,7 +1,7 @@
 import type { FlowOperator } from '../../flow/flow';
 import { OperatorSubscriber, operator } from '../../flow/operators/operator-subscriber';
 import type { FlowContext, Subscriber } from '../../flow/types';
-import { createSseParser, SseFrame, type SseEvent } from '../../sse';
+import { createSseParser, SseFrame, type SseEvent, type SseParser } from '../../sse';
 import { UpstreamTruncatedError } from '../errors';
 import type { GatewayEvent, ProviderAdapter, TokenUsage } from './types';
 
@@ -62,8 +62,9 @@ const BLANK = Buffer.from('\n\n');
 function frameStep(adapter: ProviderAdapter): (frame: SseFrame) => Step {
   const decode = adapter.decoder();
   let parsed: SseEvent | undefined;
-  // Frames hold whole blocks within the splitter's limits: one event at most per block fed.
-  const parser = createSseParser({ onEvent: (e) => (parsed = e), maxLineBytes: Infinity, maxEventBytes: Infinity });
+  // Made on the first frame that needs it (most streams after the first text never do). Frames
+  // hold whole blocks within the splitter's limits: one event at most per block fed.
+  let parser: SseParser | undefined;
   let sawText = false;
   return (frame) => {
     if (sawText && adapter.needsDecode !== undefined && !adapter.needsDecode(frame.bytes)) return { out: { type: 'frames', wire: frame, delta: false } };
@@ -80,6 +81,7 @@ function frameStep(adapter: ProviderAdapter): (frame: SseFrame) => Step {
       const at = bytes.indexOf(BLANK, pos);
       const end = at === -1 ? bytes.length : at + 2;
       parsed = undefined;
+      parser ??= createSseParser({ onEvent: (e) => (parsed = e), maxLineBytes: Infinity, maxEventBytes: Infinity });
       parser.feed(bytes.subarray(pos, end));
       const start = pos;
       pos = end;
