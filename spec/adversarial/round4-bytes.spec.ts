@@ -1,0 +1,133 @@
+/**
+ * Round 4: demand in bytes at the edges of the byte relay: budgets around the threshold where it
+ * turns off (16 KiB socket + 36 KiB upstream side + 1 KiB frame = 54272 B), events exactly at and
+ * above the frame size with overflow: pause, the logged peak against the live gauge.
+ */
+import type http from 'node:http';
+import type { RunningGateway } from '../../src/gateway/server';
+import type { CaptureTransport } from '../gateway/helpers';
+import { RawClient, waitFor } from '../helpers/net';
+import { scriptedUpstream, sleep, testGateway, type ScriptedUpstream, type Step } from './round3-harness';
+
+const THRESHOLD = 16 * 1024 + 4 * 1024 + 2 * 16 * 1024 + 1024; // 54272
+
+async function sampleBuffered(gwUrl: string, ms: number): Promise<number> {
+  let max = 0;
+  for (const end = Date.now() + ms; Date.now() < end; ) {
+    const text = await (await fetch(`${gwUrl}/metrics`)).text();
+    const m = /^tidegate_buffered_bytes (\d+)/m.exec(text);
+    if (m) max = Math.max(max, Number(m[1]));
+    await sleep(25);
+  }
+  return max;
+}
+
+const CASES: Array<[string, number, number]> = [
+  ['threshold (1 KiB frames), 1000 B events', THRESHOLD, 1000],
+  ['threshold, events one byte over the frame (1025 B)', THRESHOLD, 1025],
+  ['threshold, 20000 B events (far over the frame)', THRESHOLD, 20_000],
+  ['threshold + 1 (1025 B frames), 1025 B events', THRESHOLD + 1, 1025],
+  ['64 KiB, events exactly one frame (12288 B)', 64 * 1024, 12_288],
+  ['64 KiB, 12289 B events (over the frame, still fit)', 64 * 1024, 12_289],
+  ['64 KiB, 40000 B events (cannot fit beside the reserve)', 64 * 1024, 40_000],
+];
+
+describe('round 4: byte relay demand at the edges', () => {
+  let up: ScriptedUpstream;
+  let gw: RunningGateway;
+  let logs: CaptureTransport;
+  const clients: RawClient[] = [];
+
+  beforeAll(async () => {
+    up = await scriptedUpstream();
+    const routes = CASES.map(([, budget], i) => ({ path: `/b${i}`, provider: 'passthrough', url: `${up.url}/pt`, policy: { maxBufferedBytes: budget, overflow: 'pause', stallTimeoutMs: 0 } }));
+    routes.push({ path: '/exact', provider: 'passthrough', url: `${up.url}/pt`, policy: { maxBufferedBytes: THRESHOLD, overflow: 'pause', stallTimeoutMs: 0 } });
+    routes.push({ path: '/below', provider: 'passthrough', url: `${up.url}/pt`, policy: { maxBufferedBytes: THRESHOLD - 1, overflow: 'pause', stallTimeoutMs: 0 } });
+    routes.push({ path: '/events64', provider: 'passthrough', url: `${up.url}/pt`, policy: { maxBufferedBytes: 64 * 1024, overflow: 'pause', stallTimeoutMs: 0, relay: 'events' } as never });
+    ({ gw, logs } = await testGateway(up.url, routes, { heartbeatMs: 0 }));
+  });
+  afterEach(() => {
+    for (const c of clients.splice(0)) c.destroy();
+  });
+  afterAll(async () => {
+    await gw.close();
+    await up.close();
+  });
+
+  /** Streams ~24 MB of `eventBytes` events to a client that stops for 800 ms, then reads all. */
+  async function run(route: string, eventBytes: number): Promise<{ line: Record<string, unknown>; gauge: number; body: string; event: string; count: number }> {
+    const event = `data: ${'e'.repeat(eventBytes - 8)}\n\n`;
+    expect(Buffer.byteLength(event)).toBe(eventBytes);
+    const count = Math.ceil((24 * 1024 * 1024) / eventBytes);
+    up.scripts.set('/pt', (_req: http.IncomingMessage) => {
+      const steps: Step[] = [];
+      const ten = event.repeat(10);
+      for (let k = 0; k < count; k += 10) steps.push(k + 10 <= count ? ten : event.repeat(count - k));
+      return steps;
+    });
+    const before = logs.streams().length;
+    const client = await RawClient.request(gw.port, route);
+    clients.push(client);
+    client.readSome(1000);
+    const gauge = await sampleBuffered(gw.url, 800);
+    client.readAll();
+    expect(await client.waitClosed(30_000)).toBe(true);
+    await waitFor(() => logs.streams().length > before, 5000);
+    const line = logs.streams()[before] as Record<string, unknown>;
+    return { line, gauge, body: client.body(), event, count };
+  }
+
+  it.each(CASES.map((c, i) => [...c, i] as const))('%s: completes or overflows with an error event, never hangs, peak and gauge within the budget', async (_name, budget, eventBytes, i) => {
+    const { line, gauge, body, event, count } = await run(`/b${i}`, eventBytes);
+    expect(['completed', 'overflow']).toContain(line.outcome);
+    if (line.outcome === 'completed') expect(body).toBe(event.repeat(count));
+    else {
+      expect(body).toContain('ERR_TIDEGATE_OVERFLOW');
+      // Whole events before the error, never a cut one.
+      expect(body.slice(0, body.indexOf('event: error')).length % eventBytes).toBe(0);
+    }
+    expect(gauge).toBeLessThanOrEqual(budget);
+    expect(line.peakBufferedBytes as number).toBeLessThanOrEqual(budget);
+    expect(line.peakBufferedBytes as number).toBeGreaterThanOrEqual(gauge);
+  });
+
+  // BUG: at the smallest budget that turns the byte relay on (54272 B: 1 KiB frames), events of
+  // exactly one frame (1024 B) end a paused stream with ERR_TIDEGATE_OVERFLOW after ~4 MB
+  // ("exceeded by an element of 1024 bytes"), although SendFlowOptions.maxElementBytes promises no
+  // pause overflow for elements of at most that size when budget ≥ reserve + writableHighWaterMark
+  // + maxElementBytes. Cause (likely): the forced one-element request when nothing is in flight
+  // (src/express/bridge.ts:376-377) is taken when the room is a few bytes short of a frame: the
+  // liveness bound (comment at bridge.ts:368-369, relay.ts:319) ignores the HTTP chunk framing that
+  // res.writableLength counts (hex size + 2 CRLF per write) and any upstream-side excess over
+  // UPSTREAM_SIDE_BYTES (reserve clamps at 0, relay.ts:210). Fix: leave slack in relay.ts:319
+  // (e.g. subtract 64 B of framing per frame and raise the threshold accordingly), and in the
+  // bridge wait for room (retry on 'drain'/next upstream read) instead of forcing a request that
+  // can only overflow when the element is within maxElementBytes.
+  it.skip('BUG: events exactly one frame long never overflow a paused stream at the threshold budget', async () => {
+    const { line, body, event, count } = await run('/exact', 1024);
+    expect(line.outcome).toBe('completed');
+    expect(body).toBe(event.repeat(count));
+  });
+
+  // BUG: below the threshold (54271 B) the gateway silently falls back to the event relay, and
+  // a paused stream's held bytes then exceed maxBufferedBytes with no ERR_TIDEGATE_OVERFLOW:
+  // peakBufferedBytes and tidegate_buffered_bytes 61–63 KB against a 54271 B budget (docs/gateway.md
+  // "Sizing memory": each stream's buffers are bounded by maxBufferedBytes). Same with
+  // `relay: events` at 64 KiB (see the next spec). Cause: in the event relay the upstream side
+  // (reader's high-water mark + one 16 KiB read, relay.ts:172/204) grows unasked, and the bridge
+  // checks the budget only when an element arrives, with no reserve (bridge.ts:229-231,
+  // reserve = 0 without maxElementBytes); count-based prefetch (16 events) fills the rest. Fix:
+  // pass reserveBytes (UPSTREAM_SIDE_BYTES − buffered) in the event relay too and check it in
+  // onNext, or count event demand in bytes with maxEventBytes' estimate; or reject (config) a
+  // budget below writableHighWaterMark + UPSTREAM_SIDE_BYTES + prefetch × a typical event.
+  it.skip('BUG: a paused event-relay stream (budget just below the byte-relay threshold) stays within its budget', async () => {
+    const { line, gauge } = await run('/below', 1000);
+    expect(gauge).toBeLessThanOrEqual(THRESHOLD - 1);
+    expect(line.peakBufferedBytes as number).toBeLessThanOrEqual(THRESHOLD - 1);
+  });
+
+  it('relay: events at 64 KiB (paused, 1000 B events): the logged peak is at least the live gauge', async () => {
+    const { line, gauge } = await run('/events64', 1000);
+    expect(line.peakBufferedBytes as number).toBeGreaterThanOrEqual(gauge);
+  });
+});
