@@ -108,7 +108,7 @@ async function pausedClient(port: number, host = '127.0.0.1', localAddress?: str
 }
 
 describe('stall cut grace (round 4)', () => {
-  // BUG: the grace timer resets a keep-alive connection that the client has already drained and
+  // Regression (round 4, fixed): the grace timer resets a keep-alive connection that the client has already drained and
   // reused. Cause: src/express/bridge.ts:489-495 arms `resetAndDestroy()` for stallTimeoutMs and
   // clears it only on the socket's 'close'; a keep-alive socket (HTTP/1.1 without
   // `Connection: close`, as every SDK agent sends) stays open after res.end(), so the reset
@@ -117,7 +117,7 @@ describe('stall cut grace (round 4)', () => {
   // Node then closes it after the response), and/or clear the timer when the socket's
   // unacknowledged queue is empty (`res` 'finish' + kernelSendQueueBytes() === 0) or when the
   // server sees a new request on the socket.
-  it.skip('BUG: a drained keep-alive connection is not reset under its next request', async () => {
+  it('a drained keep-alive connection is not reset under its next request', async () => {
     const h = await harness();
     open.push(() => h.close());
     const c = await pausedClient(h.port);
@@ -137,7 +137,7 @@ describe('stall cut grace (round 4)', () => {
     expect(Buffer.concat(c.data).subarray(mark).toString('latin1')).toContain('end\n');
   });
 
-  // BUG: a reader that comes back during the grace, takes part of the backlog (1 MiB) and stalls
+  // Regression (round 4, fixed): a reader that comes back during the grace, takes part of the backlog (1 MiB) and stalls
   // again leaves an orphaned FIN-WAIT-1 socket holding the kernel send queue (2.7 MB measured 4 s
   // later), the very thing the reset exists to free. Cause: src/express/bridge.ts:495 clears the
   // reset on the socket's 'close', but for a `Connection: close` request Node closes the fd
@@ -148,7 +148,7 @@ describe('stall cut grace (round 4)', () => {
   // kernelSendQueueBytes(socket) each stall tick; destroy when 0, resetAndDestroy when it did not
   // move for stallTimeoutMs), or set SO_LINGER 0 semantics via resetAndDestroy when 'finish'
   // comes while kernelSendQueueBytes(socket) > 0 and the grace has not shown progress.
-  it.skip('BUG: a reader that takes part of the backlog then stalls again is still reset (no orphan holding the send queue)', async () => {
+  it('a reader that takes part of the backlog then stalls again is still reset (no orphan holding the send queue)', async () => {
     const h = await harness();
     open.push(() => h.close());
     const c = await pausedClient(h.port);
@@ -246,7 +246,7 @@ describe('kernelSendQueueBytes (round 4)', () => {
     expect(got).toBe(want?.tx);
   });
 
-  // BUG: the table is keyed by ports only. Two clients with the same source port from different
+  // Regression (round 4, fixed): the table was keyed by ports only. Two clients with the same source port from different
   // addresses (two load balancers, NAT, 127.0.0.1 vs 127.0.0.2) share the key "serverPort:clientPort",
   // so one socket reads the other's queue: a stalled stream looks alive (never cut) when the other
   // socket's queue moves, or a live slow reader looks stalled. Cause:
@@ -254,7 +254,7 @@ describe('kernelSendQueueBytes (round 4)', () => {
   // remote address too (socket.remoteAddress → the hex form in the table: 8 hex digits, little-
   // endian per 32-bit word, for v4; 32 for v6 incl. ::ffff:a.b.c.d mapped) and the local address,
   // i.e. parse the address fields at their fixed offsets as well.
-  it.skip('BUG: two connections with the same ports from different client addresses get their own queues', async () => {
+  it('two connections with the same ports from different client addresses get their own queues', async () => {
     const srv = net.createServer();
     await new Promise<void>((r) => srv.listen(0, '0.0.0.0', r));
     const port = (srv.address() as AddressInfo).port;

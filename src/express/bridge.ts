@@ -1,5 +1,6 @@
 import type { Response } from 'express';
 import type { ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { BufferOverflowError, StalledError, TidegateError } from '../errors';
 import { ByteBudget } from '../flow/budget';
 import type { Flow } from '../flow/flow';
@@ -478,22 +479,17 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
     if (outcome === 'client_closed') {
       res.off('error', this.onResError);
     } else if (outcome === 'stalled') {
-      // The error event goes after what the socket still holds, with a FIN: a reader that comes
-      // back within another stallTimeoutMs reads everything and the reason. One that does not is
-      // then reset (RST), which frees the kernel's send queue: a graceful close alone would leave
-      // the orphaned socket in FIN-WAIT-1 holding that queue for minutes. (The 'error' listener
-      // stays: the reset or a peer's own must not crash the process.)
-      const socket = res.socket;
-      this.endWith(undefined, (options.formatError ?? formatError)(error));
-      if (socket !== null && !socket.destroyed) {
-        const reset = setTimeout(() => {
-          if (socket.destroyed) return;
-          if (typeof socket.resetAndDestroy === 'function') socket.resetAndDestroy();
-          else socket.destroy();
-        }, options.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_MS);
-        reset.unref();
-        socket.once('close', () => clearTimeout(reset));
-      }
+      // The error event goes behind what the socket still holds, and the connection is not
+      // reused. The response is ended only once the reader has taken everything (a reader that
+      // comes back learns why); one that takes nothing for another stallTimeoutMs is reset (RST).
+      // Not ended at once: Node would close the descriptor as soon as its own buffer reached the
+      // kernel, and the orphaned socket would then hold the kernel's queue in FIN-WAIT-1 for
+      // minutes, out of reach of a reset. (The 'error' listener stays: a reset must not crash.)
+      res.shouldKeepAlive = false;
+      const tail = toChunk((options.formatError ?? formatError)(error));
+      this.bytes += tail.length;
+      if (!res.writableEnded && !res.destroyed) res.write(tail);
+      if (res.socket !== null) this.lingerAfterStall(res.socket);
     } else if (!res.headersSent) {
       res.off('error', this.onResError);
       if (outcome === 'completed') {
@@ -516,6 +512,43 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
     };
     this.resolveDone(result);
     options.onFinish?.(result);
+  }
+
+  /**
+   * After a stall cut: ends the response once the peer has taken every queued byte (Node's and
+   * the kernel's), or resets the socket once it has made no progress for `stallTimeoutMs`.
+   */
+  private lingerAfterStall(socket: Socket): void {
+    const { res } = this;
+    const stallMs = this.options.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_MS;
+    const tickMs = this.stallTickMs(stallMs);
+    let unsent = res.writableLength;
+    let kernel = kernelSendQueueBytes(socket, tickMs / 2);
+    let progressAt = Date.now();
+    let timer: NodeJS.Timeout | undefined;
+    const check = (): void => {
+      timer = undefined;
+      if (socket.destroyed) return;
+      const nowUnsent = res.writableLength;
+      const nowKernel = kernelSendQueueBytes(socket, tickMs / 2);
+      if (nowUnsent === 0 && (nowKernel === 0 || nowKernel === undefined)) {
+        res.end(); // all delivered: a graceful end (the connection then closes)
+        return;
+      }
+      if (nowUnsent < unsent || (nowKernel !== undefined && nowKernel !== kernel)) progressAt = Date.now();
+      unsent = nowUnsent;
+      kernel = nowKernel;
+      if (Date.now() - progressAt >= stallMs) {
+        if (typeof socket.resetAndDestroy === 'function') socket.resetAndDestroy();
+        else socket.destroy();
+        return;
+      }
+      timer = setTimeout(check, tickMs);
+    };
+    timer = setTimeout(check, tickMs);
+    socket.once('close', () => {
+      if (timer !== undefined) clearTimeout(timer);
+    });
   }
 
   private endWith(pending: Chunk | undefined, tail: BridgeElement | undefined): void {
