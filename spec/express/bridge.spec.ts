@@ -331,8 +331,9 @@ describe('demand bridge: demand in bytes (maxElementBytes)', () => {
     closers.push({ close: async () => c.destroy() });
     await sleep(500); // the kernel buffers fill, then the budget
     expect(results).toHaveLength(0); // still paused, not overflowed
-    // First request: (64 KiB − 16 KiB reserved) / 8 KiB = 6 elements, not a count-based prefetch of 16.
-    expect(requests[0]).toBe(6);
+    // First request: (64 KiB − 16 KiB reserved) / (8 KiB + 12 B of chunk framing) = 5 elements,
+    // not a count-based prefetch of 16.
+    expect(requests[0]).toBe(5);
     c.readAll();
     expect(await c.waitClosed(20_000)).toBe(true);
     await waitFor(() => results.length === 1, 5000);

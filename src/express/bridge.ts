@@ -107,6 +107,8 @@ const DEFAULT_HEARTBEAT_MS = 15_000;
 const PING = Buffer.from(': ping\n\n');
 /** Stop requesting while this many bytes wait for the end-of-tick flush (Node's default socket highWaterMark). */
 const BATCH_HIGH_WATER_BYTES = 16 * 1024;
+/** Bytes an HTTP/1.1 chunk adds around its data at most: hex size (≤ 8 digits) + CRLF, CRLF. */
+const CHUNK_FRAMING_BYTES = 12;
 /** Batches whose chunks average fewer bytes are copied into one chunk; larger ones are written corked. */
 const COPY_BELOW_BYTES = 1024;
 
@@ -369,7 +371,8 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
     // Demand in bytes: room for every requested element at its largest size. Liveness: with the
     // socket not full and nothing requested, room ≥ budget − reserve − writableHighWaterMark.
     const free = this.budget.maxBytes - this.budget.used - (this.options.reserveBytes?.() ?? 0);
-    let n = Math.min(this.prefetch, Math.floor(free / elementBytes)) - this.outstanding;
+    // Each element written costs its HTTP/1.1 chunk framing in res.writableLength too.
+    let n = Math.min(this.prefetch, Math.floor(free / (elementBytes + CHUNK_FRAMING_BYTES))) - this.outstanding;
     if (n <= 0) {
       // Asked again after the flush, on 'drain', or when an element arrives. With nothing in
       // flight nothing would ask again: one element then, which fits or overflows (an oversized

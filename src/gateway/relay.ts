@@ -168,9 +168,9 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
     }
 
     const budget = new ByteBudget(route.policy.maxBufferedBytes);
-    // The peak counts what the upstream reader takes in while nobody asks (a paused stream).
-    upstreamRequest.onRead = () => void budget.observe();
     const frameBytes = byteRelayFrameBytes(route, res, options.policy !== undefined);
+    // Byte relay: the peak also counts what the upstream reader takes in while nobody asks.
+    if (frameBytes !== undefined) upstreamRequest.onRead = () => void budget.observe();
     let events: Flow<GatewayEvent>;
     let body$: Readable | undefined;
     /** Byte relay: what the upstream side may still take without being asked (kept free in the budget). */
@@ -200,11 +200,14 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
       // Only this call is retried: it ends at the upstream's status line, before the client saw a byte.
       const upstream = await withRetries(() => attempt(() => openUpstreamStream(upstreamRequest)), route.retry, retryOptions);
       body$ = upstream.response.body as unknown as Readable;
-      // Bytes read from the upstream but not yet decoded count against the stream's budget too.
-      budget.attachExternal(upstream.bufferedBytes);
       if (frameBytes === undefined) {
+        // The event relay's budget covers the chain and the bridge (count-based demand cannot keep
+        // room for the upstream reader); its ≤ 20 KiB and the parser's one read come on top.
         events = upstream.body.pipe(sseDecode({ maxEventBytes: route.policy.maxEventBytes, maxLineBytes: route.policy.maxEventBytes }), adaptProvider(adapter));
       } else {
+        // The byte relay's budget counts every userland byte: what was read from the upstream but
+        // not decoded yet, the frames waiting in sseFrames, and the bridge.
+        budget.attachExternal(upstream.bufferedBytes);
         const queued = { bytes: 0 };
         budget.attachExternal(() => queued.bytes);
         upstreamSide = () => Math.max(0, UPSTREAM_SIDE_BYTES - upstream.bufferedBytes() - queued.bytes);
@@ -301,6 +304,8 @@ const FRAME_PREFETCH = 16;
 const MAX_FRAME_BYTES = 16 * 1024;
 /** Below this frame size the byte relay gains little: events are relayed one by one. */
 const MIN_FRAME_BYTES = 1024;
+/** Room left for what `res.writableLength` counts beyond the frames: HTTP chunk framing, heartbeats. */
+const FRAMING_SLACK_BYTES = 1024;
 /**
  * Most bytes the byte relay holds before the bridge without being asked: the upstream reader's
  * unread bytes (its high-water mark + one read) and the frames of one read waiting in `sseFrames`.
@@ -312,11 +317,12 @@ const UPSTREAM_SIDE_BYTES = UPSTREAM_HIGH_WATER_MARK + 2 * UPSTREAM_READ_BYTES;
  * (`relay: events`, a `limitRate`, a user policy or a resumable route: they count or see events).
  * The bridge then counts demand in bytes (`maxElementBytes`), keeping {@link UPSTREAM_SIDE_BYTES}
  * free for the upstream side, so `pause` never overflows the budget, which counts every
- * userland byte of the stream; frames must fit beside that reserve and the socket's buffer.
+ * userland byte of the stream; frames must fit beside that reserve and the socket's buffer (with
+ * 64 KiB: 11 KiB frames; below about 55 KiB no frame fits, and the stream relays events).
  */
 function byteRelayFrameBytes(route: ResolvedRoute, res: Response, hasPolicy: boolean): number | undefined {
   if (route.policy.relay !== 'bytes' || hasPolicy || route.policy.limitRate > 0 || route.resumable) return undefined;
-  const frameBytes = Math.min(MAX_FRAME_BYTES, route.policy.maxBufferedBytes - UPSTREAM_SIDE_BYTES - res.writableHighWaterMark);
+  const frameBytes = Math.min(MAX_FRAME_BYTES, route.policy.maxBufferedBytes - UPSTREAM_SIDE_BYTES - res.writableHighWaterMark - FRAMING_SLACK_BYTES);
   return frameBytes >= MIN_FRAME_BYTES ? frameBytes : undefined;
 }
 
