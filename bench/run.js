@@ -225,9 +225,10 @@ function heldPerStream(stats, snap, gwPort) {
     const inB = s.written - (s.pending + kUp) * rUp;
     const outB = c.payloadBytes + kDown * rDown;
     // The proxy may have closed its upstream connection a moment before the upstream noticed
-    // (a stall cut right before the snapshot): its kernel queues are gone from the table, so
-    // "written − kernel queues" would count them as held. Such a stream is not open any more.
-    const upstreamLink = snap.tcp[`${s.remotePort}>${upstream.port}`] !== undefined || snap.tcp[`${upstream.port}>${s.remotePort}`] !== undefined;
+    // (a stall cut right before the snapshot): its kernel queues are gone from the table (both
+    // sides, or the proxy's side whose receive queue held them), so "written − kernel queues"
+    // would count them as held. Such a stream is not open any more.
+    const upstreamLink = snap.tcp[`${s.remotePort}>${upstream.port}`] !== undefined && snap.tcp[`${upstream.port}>${s.remotePort}`] !== undefined;
     const open = (link === 'open' || link === 'ending') && s.state !== 'aborted' && upstreamLink && !c.failed;
     out.push({ tag: c.tag, mode: c.mode, open, link, upstreamAborted: s.state === 'aborted', produced: s.written, held: open ? Math.max(0, inB - outB) : null, heldRaw: Math.round(inB - outB), kernelUp: kUp, kernelDown: kDown, received: c.rawBytes });
   }
