@@ -196,3 +196,15 @@ export function oaChunk(content: string | null, extra: Record<string, unknown> =
   const delta = content === null ? { role: 'assistant', content: '' } : { content };
   return `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta, finish_reason: null }], ...extra })}\n\n`;
 }
+
+/** Samples the live `tidegate_buffered_bytes` gauge for `ms`, returning the largest value seen. */
+export async function sampleBuffered(gwUrl: string, ms: number): Promise<number> {
+  let max = 0;
+  for (const end = Date.now() + ms; Date.now() < end; ) {
+    const text = await (await fetch(`${gwUrl}/metrics`)).text();
+    const m = /^tidegate_buffered_bytes (\d+)/m.exec(text);
+    if (m) max = Math.max(max, Number(m[1]));
+    await sleep(25);
+  }
+  return max;
+}

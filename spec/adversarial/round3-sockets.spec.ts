@@ -3,7 +3,7 @@ import zlib from 'node:zlib';
 import type { RunningGateway } from '../../src/gateway/server';
 import type { CaptureTransport } from '../gateway/helpers';
 import { RawClient, waitFor } from '../helpers/net';
-import { clientEvents, post, rng, scriptedUpstream, sleep, SSE_HEAD, testGateway, type ScriptedUpstream, type Step } from './round3-harness';
+import { clientEvents, post, rng, sampleBuffered, scriptedUpstream, sleep, SSE_HEAD, testGateway, type ScriptedUpstream, type Step } from './round3-harness';
 
 // Round 3: the byte relay and the shared-buffer upstream reader over real sockets.
 
@@ -58,18 +58,6 @@ function slowGet(url: string, seed: number, agent: http.Agent | false = false): 
     });
     req.on('error', reject);
   });
-}
-
-/** Samples the live `tidegate_buffered_bytes` gauge for `ms`, returning the largest value seen. */
-async function sampleBuffered(gwUrl: string, ms: number): Promise<number> {
-  let max = 0;
-  for (const end = Date.now() + ms; Date.now() < end; ) {
-    const text = await (await fetch(`${gwUrl}/metrics`)).text();
-    const m = /^tidegate_buffered_bytes (\d+)/m.exec(text);
-    if (m) max = Math.max(max, Number(m[1]));
-    await sleep(25);
-  }
-  return max;
 }
 
 describe('round 3: byte relay over real sockets', () => {

@@ -7,21 +7,10 @@ import type http from 'node:http';
 import type { RunningGateway } from '../../src/gateway/server';
 import type { CaptureTransport } from '../gateway/helpers';
 import { RawClient, waitFor } from '../helpers/net';
-import { scriptedUpstream, sleep, testGateway, type ScriptedUpstream, type Step } from './round3-harness';
+import { sampleBuffered, scriptedUpstream, testGateway, type ScriptedUpstream, type Step } from './round3-harness';
 
 // socket highWaterMark + upstream side (4 KiB mark + two 16 KiB reads) + 1 KiB framing slack + a 1 KiB frame
 const THRESHOLD = 16 * 1024 + 4 * 1024 + 2 * 16 * 1024 + 1024 + 1024; // 55296
-
-async function sampleBuffered(gwUrl: string, ms: number): Promise<number> {
-  let max = 0;
-  for (const end = Date.now() + ms; Date.now() < end; ) {
-    const text = await (await fetch(`${gwUrl}/metrics`)).text();
-    const m = /^tidegate_buffered_bytes (\d+)/m.exec(text);
-    if (m) max = Math.max(max, Number(m[1]));
-    await sleep(25);
-  }
-  return max;
-}
 
 const CASES: Array<[string, number, number]> = [
   ['threshold (1 KiB frames), 1000 B events', THRESHOLD, 1000],
