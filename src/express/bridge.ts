@@ -37,7 +37,7 @@ export interface StreamResult {
 
 /**
  * An element the bridge writes: an event to encode, bytes already encoded as SSE (whole events),
- * or an {@link SseFrame} of the byte relay (written as its bytes, counted as its events).
+ * or an {@link SseFrame} of the byte relay (written as its bytes, counted as one element).
  */
 export type BridgeElement = SseEventInit | Uint8Array | SseFrame;
 
@@ -59,8 +59,9 @@ export interface SendFlowOptions {
    * The largest element the flow emits, bytes, when known (the byte relay's frames). Demand is
    * then counted in bytes as well: an element is requested only while the budget has room for it
    * and for every element already requested, so no `pause` stream overflows its budget on
-   * elements of at most this size. The budget must exceed `reserveBytes()` +
-   * `writableHighWaterMark` by at least this much (else requests could wait for room forever).
+   * elements of at most this size (each counted with 12 bytes of HTTP chunk framing). The budget
+   * must exceed `reserveBytes()` + `writableHighWaterMark` + about 1 KiB by at least this much;
+   * otherwise the bridge requests one element at a time, which then may overflow.
    */
   maxElementBytes?: number;
   /**
@@ -126,8 +127,9 @@ const COPY_BELOW_BYTES = 1024;
  * → cancel, which reaches the source and aborts the upstream request.
  *
  * Errors signalled: `ERR_TIDEGATE_OVERFLOW` (budget), `ERR_TIDEGATE_STALLED` (no drain for
- * `stallTimeoutMs`: the error event is queued with a FIN, and the socket is reset after another
- * `stallTimeoutMs` without progress, to release kernel buffers).
+ * `stallTimeoutMs`: the error event is queued behind the unsent bytes and the connection is not
+ * reused; the response ends once the reader has taken everything, or the socket is reset after
+ * another `stallTimeoutMs` without progress, to release kernel buffers).
  */
 export function sendFlow(res: Response | ServerResponse, flow: Flow<BridgeElement>, options: SendFlowOptions = {}): StreamHandle {
   const target = res as ServerResponse;
