@@ -84,4 +84,20 @@ describe('Flow core', () => {
     sub.cancel();
     expect(body.destroyed).toBe(true);
   });
+
+  it('fromReadable delivers what a failed stream had buffered, as demand allows, then the error', async () => {
+    const body = new PassThrough();
+    const got: string[] = [];
+    let error: unknown;
+    const sub = fromReadable<Buffer>(body).subscribeWithDemand({ next: (c) => got.push(c.toString()), error: (e) => (error = e) });
+    body.write('before ');
+    body.write('the reset');
+    await new Promise((r) => setImmediate(r));
+    body.destroy(new Error('ECONNRESET'));
+    await new Promise((r) => setImmediate(r));
+    expect(error).toBeUndefined(); // no demand yet: the bytes wait, and the error behind them
+    sub.request(Infinity);
+    expect(got.join('')).toBe('before the reset');
+    expect((error as Error).message).toBe('ECONNRESET');
+  });
 });

@@ -28,7 +28,8 @@ export interface FromReadableOptions {
  * Demand: one chunk per unit of demand; chunk size is the stream's (up to its `highWaterMark`).
  * Discard: a chunk that raced a `pause()` is held (never more than the stream's own buffer) and
  * discarded on cancel. Errors: the stream's `'error'`, or a premature close
- * (`ERR_STREAM_PREMATURE_CLOSE`), signalled downstream; `'end'` completes.
+ * (`ERR_STREAM_PREMATURE_CLOSE`), signalled downstream after the bytes the stream had already
+ * buffered (a reset upstream loses nothing it sent before the reset); `'end'` completes.
  *
  * @example
  * fromReadable(response.body).pipe(sseDecode()).subscribeWithDemand({ next }).request(1);
@@ -46,6 +47,8 @@ class ReadableSubscription<T> implements Subscription {
   private readonly parked = new ArrayQueue<T>();
   private ended = false;
   private finished = false;
+  /** The stream failed: signalled once the chunks it had buffered were delivered. */
+  private failure: { error: unknown } | undefined;
   private stopWatching: (() => void) | undefined;
 
   constructor(
@@ -62,11 +65,15 @@ class ReadableSubscription<T> implements Subscription {
       if (this.demand === 0) this.readable.pause();
       this.actual.onNext(chunk);
     } else {
-      this.parked.push(chunk);
-      if (this.options.parked !== undefined) this.options.parked.bytes += chunkBytes(chunk);
+      this.park(chunk);
       this.readable.pause();
     }
   };
+
+  private park(chunk: T): void {
+    this.parked.push(chunk);
+    if (this.options.parked !== undefined) this.options.parked.bytes += chunkBytes(chunk);
+  }
 
   private readonly onEnd = (): void => {
     this.ended = true;
@@ -79,10 +86,15 @@ class ReadableSubscription<T> implements Subscription {
     this.readable.on('data', this.onData);
     this.readable.on('end', this.onEnd);
     this.stopWatching = finished(this.readable, { writable: false }, (err) => {
-      if (this.finished) return;
-      if (err) this.fail(err);
+      if (this.finished || this.failure !== undefined) return;
       // Destroyed without an error after its last push but before 'end': no 'end' will come.
-      else if (!this.ended) this.fail(Object.assign(new Error('Premature close'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
+      const error = err ?? (this.ended ? undefined : Object.assign(new Error('Premature close'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
+      if (error === undefined) return;
+      // What the stream had buffered before it failed is still delivered, then the error.
+      this.readable.off('data', this.onData);
+      for (let chunk = this.readable.read() as T | null; chunk !== null; chunk = this.readable.read() as T | null) this.park(chunk);
+      this.failure = { error };
+      this.drainParked();
     });
     if (this.demand > 0) this.readable.resume();
   }
@@ -91,7 +103,7 @@ class ReadableSubscription<T> implements Subscription {
     if (this.finished) return;
     this.demand = addDemand(this.demand, n);
     this.drainParked();
-    if (!this.finished && this.demand > 0 && this.stopWatching !== undefined) this.readable.resume();
+    if (!this.finished && this.failure === undefined && this.demand > 0 && this.stopWatching !== undefined) this.readable.resume();
   }
 
   cancel(): void {
@@ -110,7 +122,9 @@ class ReadableSubscription<T> implements Subscription {
       if (this.options.parked !== undefined) this.options.parked.bytes -= chunkBytes(chunk);
       this.actual.onNext(chunk);
     }
-    if (this.ended && this.parked.length === 0 && !this.finished) {
+    if (this.parked.length > 0 || this.finished) return;
+    if (this.failure !== undefined) this.fail(this.failure.error);
+    else if (this.ended) {
       this.finished = true;
       this.detach();
       this.actual.onComplete();
