@@ -207,8 +207,7 @@ class FrameSplitterImpl implements FrameSplitter {
         if (cut >= pos) {
           end = cut + 2;
           while (end < n && complete[end] === LF) end++; // extra blank lines stay with their block
-        }
-        else {
+        } else {
           // One block larger than the window: it must still be within the event limit.
           end = complete.indexOf(BLANK, pos) + 2;
           if (end - pos > this.maxEventBytes) return this.fail();
