@@ -1,20 +1,11 @@
 import zlib from 'node:zlib';
 import { connectSse } from '../../src/client';
 import { sleep } from '../helpers/net';
-import { collect, scriptedServer, sseHead, within, type ScriptedServer } from '../client/helpers';
+import { collect, scriptedServers, sseHead, within } from '../client/helpers';
 
 /** connectSse against servers that ignore what the client asked for. */
 
-const closers: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const close of closers.splice(0)) await close();
-});
-
-async function serve(handler: Parameters<typeof scriptedServer>[0]): Promise<ScriptedServer> {
-  const server = await scriptedServer(handler);
-  closers.push(server.close);
-  return server;
-}
+const serve = scriptedServers();
 
 describe('connectSse against hostile servers', () => {
   it('decodes a gzip body sent despite Accept-Encoding: identity (regression: the raw bytes ended as an empty clean stream)', async () => {

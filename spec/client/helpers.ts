@@ -74,3 +74,22 @@ export function within<T>(promise: Promise<T>, ms: number, what = 'operation'): 
     }),
   ]);
 }
+
+/**
+ * `serve(handler)` for the calling spec file: a {@link scriptedServer} on an ephemeral port,
+ * closed after each test (registers the `afterEach`).
+ */
+export function scriptedServers(): (handler: Handler) => Promise<ScriptedServer> {
+  const open: ScriptedServer[] = [];
+  afterEach(async () => {
+    for (const server of open.splice(0)) await server.close();
+  });
+  return async (handler) => {
+    const server = await scriptedServer(handler);
+    open.push(server);
+    return server;
+  };
+}
+
+/** The OpenAI-style terminator: `data: [DONE]`. */
+export const isDone = (e: { data: string }): boolean => e.data === '[DONE]';

@@ -1,20 +1,9 @@
 import { openSse } from '../../src/client';
 import { SseHttpError } from '../../src/errors';
 import { sleep, waitFor } from '../helpers/net';
-import { collect, scriptedServer, sseHead, within, type ScriptedServer } from './helpers';
+import { collect, isDone, scriptedServers, sseHead, within } from './helpers';
 
-const closers: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const close of closers.splice(0)) await close();
-});
-
-async function serve(handler: Parameters<typeof scriptedServer>[0]): Promise<ScriptedServer> {
-  const server = await scriptedServer(handler);
-  closers.push(server.close);
-  return server;
-}
-
-const isDone = (e: { data: string }): boolean => e.data === '[DONE]';
+const serve = scriptedServers();
 
 describe('openSse', () => {
   it('resolves with the first response before anything is read, then streams on subscribe', async () => {
