@@ -132,19 +132,25 @@ async function stopTarget(h) {
   if (h.cleanup) h.cleanup();
 }
 
+/** The JSON lines of a process's stdout (others skipped), each with its winston `meta` merged in. */
+function* logRecords(rec) {
+  for (const line of rec.stdoutLines) {
+    let o;
+    try {
+      o = JSON.parse(line);
+    } catch {
+      continue;
+    }
+    yield { ...o, ...(o.meta || {}) };
+  }
+}
+
 /** Summarizes the gateway's one-JSON-line-per-stream log: counts of outcome/code values. */
 function gatewayLogSummary(rec) {
   const counts = {};
   let lines = 0;
-  for (const l of rec.stdoutLines) {
-    let o;
-    try {
-      o = JSON.parse(l);
-    } catch {
-      continue;
-    }
+  for (const flat of logRecords(rec)) {
     lines++;
-    const flat = { ...o, ...(o.meta || {}) };
     for (const k of ['outcome', 'code', 'reason', 'status']) {
       if (flat[k] !== undefined && typeof flat[k] !== 'object') {
         const key = `${k}=${flat[k]}`;
@@ -327,14 +333,7 @@ function s1Targets() {
 /** Per-stream log lines of the gateway: outcome counts and the longest duration per outcome. */
 function streamLogStats(rec) {
   const byOutcome = {};
-  for (const l of rec.stdoutLines) {
-    let o;
-    try {
-      o = JSON.parse(l);
-    } catch {
-      continue;
-    }
-    const f = { ...o, ...(o.meta || {}) };
+  for (const f of logRecords(rec)) {
     if (typeof f.outcome !== 'string') continue;
     const b = (byOutcome[f.outcome] = byOutcome[f.outcome] || { n: 0, maxDurationMs: 0, codes: {} });
     b.n++;
