@@ -527,22 +527,18 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
     const { res } = this;
     const stallMs = this.options.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_MS;
     const tickMs = this.stallTickMs(stallMs);
-    let unsent = res.writableLength;
-    let kernel = kernelSendQueueBytes(socket, tickMs / 2);
+    this.stallUnsent = res.writableLength;
+    this.stallKernel = undefined;
     let progressAt = Date.now();
     let timer: NodeJS.Timeout | undefined;
     const check = (): void => {
       timer = undefined;
       if (socket.destroyed) return;
-      const nowUnsent = res.writableLength;
-      const nowKernel = kernelSendQueueBytes(socket, tickMs / 2);
-      if (nowUnsent === 0 && (nowKernel === 0 || nowKernel === undefined)) {
+      if (res.writableLength === 0 && (kernelSendQueueBytes(socket, tickMs / 2) ?? 0) === 0) {
         res.end(); // all delivered: a graceful end (the connection then closes)
         return;
       }
-      if (nowUnsent < unsent || (nowKernel !== undefined && nowKernel !== kernel)) progressAt = Date.now();
-      unsent = nowUnsent;
-      kernel = nowKernel;
+      if (this.sampleProgress()) progressAt = Date.now();
       if (Date.now() - progressAt >= stallMs) {
         if (typeof socket.resetAndDestroy === 'function') socket.resetAndDestroy();
         else socket.destroy();
