@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { SseLimitError } from '../../src/errors';
-import { createFrameSplitter, type SseFrame } from '../../src/sse';
+import { createFlow } from '../../src/flow';
+import { createFrameSplitter, sseFrames, type SseFrame } from '../../src/sse';
 import { bytes, parseChunks, splitAt } from './helpers';
 
 /** Feeds `chunks` to a splitter (then `end()`) and returns its frames. */
@@ -90,6 +91,26 @@ describe('createFrameSplitter', () => {
     s.reset();
     s.feed(bytes('data: a\n\n'));
     expect(out).toHaveLength(1);
+  });
+
+  it('reports the bytes of the incomplete block it carries', () => {
+    const s = createFrameSplitter({ onFrame: () => undefined });
+    s.feed(bytes('data: a\n\ndata: partial'));
+    expect(s.bufferedBytes()).toBe('data: partial'.length);
+    s.feed(bytes('\n\n'));
+    expect(s.bufferedBytes()).toBe(0);
+  });
+
+  it('sseFrames reports its queued frames and the carried block in `queued`', () => {
+    const queued = { bytes: 0 };
+    const source = createFlow<Uint8Array>((sink) => {
+      sink.onRequest(() => sink.next(bytes('data: a\n\ndata: b\n\ndata: c')));
+    });
+    const subscription = source.pipe(sseFrames({ queued, maxFrameBytes: 10 })).subscribeWithDemand({});
+    subscription.request(1); // one chunk in: frame 'data: a\n\n' out, 'data: b\n\n' queued, 'data: c' carried
+    expect(queued.bytes).toBe('data: b\n\n'.length + 'data: c'.length);
+    subscription.cancel();
+    expect(queued.bytes).toBe(0);
   });
 
   it('holds a long block in one growing buffer (the carried bytes are not copied per chunk)', () => {

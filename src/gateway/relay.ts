@@ -211,7 +211,10 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
         const queued = { bytes: 0 };
         budget.attachExternal(() => queued.bytes);
         upstreamSide = () => Math.max(0, UPSTREAM_SIDE_BYTES - upstream.bufferedBytes() - queued.bytes);
-        events = upstream.body.pipe(sseFrames({ maxEventBytes: route.policy.maxEventBytes, maxFrameBytes: frameBytes, queued }), adaptFrames(adapter));
+        // An event larger than the whole budget could never be delivered: refused as it arrives
+        // (ERR_TIDEGATE_SSE_LIMIT), so the carried block never outgrows the budget.
+        const maxEventBytes = Math.min(route.policy.maxEventBytes, route.policy.maxBufferedBytes);
+        events = upstream.body.pipe(sseFrames({ maxEventBytes, maxFrameBytes: frameBytes, queued }), adaptFrames(adapter));
       }
     }
     const flow = buildChain(events, {

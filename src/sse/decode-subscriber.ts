@@ -8,6 +8,8 @@ export interface ChunkDecoder {
   feed(chunk: Uint8Array): void;
   end(): void;
   reset(): void;
+  /** Bytes held for an output not complete yet (e.g. an event still arriving). */
+  bufferedBytes?(): number;
 }
 
 /** A last-event-ID change queued in order with the events; costs no demand. */
@@ -28,6 +30,8 @@ export class ChunkDecodeSubscriber<T> implements Subscriber<Uint8Array>, Subscri
 
   private upstream: Subscription | undefined;
   private readonly queue = new ArrayQueue<T | LastEventIdMark>();
+  /** Bytes of the queued outputs (with an `account`). */
+  private queuedBytes = 0;
   private readonly onLastEventId: ((lastEventId: string) => void) | undefined;
   private readonly decoder: ChunkDecoder;
   private demand = 0;
@@ -45,7 +49,7 @@ export class ChunkDecodeSubscriber<T> implements Subscriber<Uint8Array>, Subscri
     private readonly context: FlowContext,
     decoder: ChunkDecoderFactory<T>,
     onLastEventId?: (lastEventId: string) => void,
-    /** When given, `counter.bytes` is kept equal to the bytes of the queued outputs. */
+    /** When given, `counter.bytes` is kept equal to the bytes of the queued outputs plus the decoder's incomplete one. */
     private readonly account?: { counter: { bytes: number }; sizeOf: (item: T) => number },
   ) {
     this.onLastEventId = onLastEventId;
@@ -53,13 +57,18 @@ export class ChunkDecodeSubscriber<T> implements Subscriber<Uint8Array>, Subscri
       account === undefined
         ? (item) => this.queue.push(item)
         : (item) => {
-            if (!(item instanceof LastEventIdMark)) account.counter.bytes += account.sizeOf(item);
+            if (!(item instanceof LastEventIdMark)) this.queuedBytes += account.sizeOf(item);
             this.queue.push(item);
           },
       (error) => this.fail(error),
     );
   }
 
+
+  /** Publishes the queued bytes and the decoder's incomplete output to the account's counter. */
+  private recount(): void {
+    if (this.account !== undefined) this.account.counter.bytes = this.queuedBytes + (this.decoder.bufferedBytes?.() ?? 0);
+  }
 
   onSubscribe(s: Subscription): void {
     this.upstream = s;
@@ -77,7 +86,8 @@ export class ChunkDecodeSubscriber<T> implements Subscriber<Uint8Array>, Subscri
     this.cancelled = true;
     this.upstream?.cancel();
     this.decoder.reset();
-    if (this.account !== undefined) this.account.counter.bytes = 0;
+    this.queuedBytes = 0;
+    this.recount();
     discardAll(this.context, this.queue.drainAll().filter((e) => !(e instanceof LastEventIdMark)));
   }
 
@@ -89,6 +99,7 @@ export class ChunkDecodeSubscriber<T> implements Subscriber<Uint8Array>, Subscri
     } catch (err) {
       this.fail(err); // a throwing callback of the decoder's
     }
+    this.recount();
     this.drain();
   }
 
@@ -106,6 +117,7 @@ export class ChunkDecodeSubscriber<T> implements Subscriber<Uint8Array>, Subscri
   onComplete(): void {
     if (this.done || this.cancelled) return;
     this.decoder.end();
+    this.recount();
     this.done = true;
     this.drain();
   }
@@ -129,7 +141,10 @@ export class ChunkDecodeSubscriber<T> implements Subscriber<Uint8Array>, Subscri
         }
         if (this.demand === 0) break;
         const event = this.queue.shift() as T;
-        if (this.account !== undefined) this.account.counter.bytes -= this.account.sizeOf(event);
+        if (this.account !== undefined) {
+          this.queuedBytes -= this.account.sizeOf(event);
+          this.recount();
+        }
         if (this.demand !== Infinity) this.demand--;
         this.actual.onNext(event);
       }

@@ -52,6 +52,8 @@ export interface FrameSplitter {
   end(): void;
   /** Drops all state, including a failed state. */
   reset(): void;
+  /** Bytes held for the incomplete block carried to the next chunk (and a possible BOM's start). */
+  bufferedBytes(): number;
 }
 
 /** Default {@link FrameSplitterOptions.maxFrameBytes}: 16 KiB. */
@@ -183,6 +185,10 @@ class FrameSplitterImpl implements FrameSplitter {
   end(): void {
     if (this.failed) return;
     this.reset(); // §9.2.6: pending data at the end of the stream is discarded
+  }
+
+  bufferedBytes(): number {
+    return this.pendingLength + (this.head?.length ?? 0);
   }
 
   reset(): void {

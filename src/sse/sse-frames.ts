@@ -9,8 +9,9 @@ export interface SseFramesOptions {
   /** Target frame size in bytes (default 16 KiB); a larger single block is a frame of its own. */
   maxFrameBytes?: number;
   /**
-   * Kept equal to the bytes of the frames waiting in the queue, for a caller that counts them
-   * (e.g. against the stream's `ByteBudget` with `attachExternal(() => queued.bytes)`).
+   * Kept equal to the bytes this operator holds: the frames waiting in the queue and the
+   * incomplete block carried to the next chunk, for a caller that counts them (e.g. against the
+   * stream's `ByteBudget` with `attachExternal(() => queued.bytes)`).
    */
   queued?: { bytes: number };
 }
