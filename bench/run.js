@@ -30,7 +30,7 @@ const S4_MAX = Math.max(100, Math.floor((fd.hard - 300) / 2)); // the gateway ho
 /** All counts and durations, bounded; quick mode keeps the whole run under 2 minutes. */
 const P = QUICK
   ? {
-      s1: { clients: 20, rate: 20000, eventBytes: 100, durationMs: 2000, slowBps: 2048, stallTimeoutMs: 700, drainMs: 500, maxDrainMs: 1500, snapshotsAt: [0.75, 1] },
+      s1: { clients: 20, rate: 20000, eventBytes: 100, durationMs: 2000, slowBps: 2048, stallTimeoutMs: 700, stallSlackMs: 1000, drainMs: 500, maxDrainMs: 1500, snapshotsAt: [0.75, 1] },
       s2: { clients: 10, bytesPerStream: 4 << 20, eventBytes: 150, maxMs: 8000 },
       s3: { clients: 20, rate: 100, eventBytes: 150, durationMs: 1000 },
       s4: { streams: Math.min(500, S4_MAX), holdMs: 1500, eventBytes: 150 },
@@ -38,7 +38,7 @@ const P = QUICK
       micro: { elements: 200000, runs: 3 },
     }
   : {
-      s1: { clients: 200, rate: 10000, eventBytes: 100, durationMs: 20000, slowBps: 2048, stallTimeoutMs: 5000, drainMs: 3000, maxDrainMs: 6000, snapshotsAt: [0.2, 0.4, 0.6, 1] },
+      s1: { clients: 200, rate: 10000, eventBytes: 100, durationMs: 20000, slowBps: 2048, stallTimeoutMs: 90000, stallSlackMs: 10000, drainMs: 3000, maxDrainMs: 6000, snapshotsAt: [0.2, 0.4, 0.6, 1] },
       s2: { clients: 50, bytesPerStream: 20 << 20, eventBytes: 150, maxMs: 60000 },
       s3: { clients: 100, rate: 100, eventBytes: 150, durationMs: 10000 },
       s4: { streams: Math.min(9000, S4_MAX), holdMs: 15000, eventBytes: 150 },
@@ -344,6 +344,20 @@ function streamLogStats(rec) {
   return byOutcome;
 }
 
+/**
+ * How long S1 keeps its clients in their modes, ms. The upstream produces for `durationMs`; under
+ * `pause` tidegate holds the rest and its stall cut decides, so the clients stay slow or stalled
+ * until `stallTimeoutMs` has passed (plus time to fill the socket queues and see the cut). The
+ * stall timeout must exceed the longest time a 2 KB/s reader leaves its TCP window closed: on
+ * loopback (MSS 64 KiB) the window reopens about once a minute (docs/benchmarks.md), on the
+ * Internet (MSS 1448 B) every few seconds.
+ */
+function s1HoldMs(t, policy) {
+  const p = P.s1;
+  const pausing = t.tidegate && policy.overflow !== 'terminate';
+  return pausing ? Math.max(p.durationMs, policy.stallTimeoutMs + p.stallSlackMs) : p.durationMs;
+}
+
 async function runS1() {
   const p = P.s1;
   const list = s1Targets();
@@ -360,9 +374,10 @@ async function runS1() {
       const snaps = [];
       let held = [];
       let stats = null;
+      const holdMs = s1HoldMs(t, policy);
       for (const frac of p.snapshotsAt) {
         const last = frac >= 1;
-        await procs.sleep(Math.max(0, frac * p.durationMs + (last ? 300 : 0) - (Date.now() - t0)));
+        await procs.sleep(Math.max(0, (last ? holdMs + 300 : frac * p.durationMs) - (Date.now() - t0)));
         await upCtl('/_freeze', {});
         await loadCall({ cmd: 'freeze' }, 'frozen');
         await procs.sleep(last ? 400 : 250);
