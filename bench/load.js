@@ -360,6 +360,7 @@ process.on('message', async (msg) => {
       frozen = false;
       clearInterval(slowTimer);
       const drainMs = msg.drainMs || 0;
+      const drainStart = Date.now();
       if (drainMs > 0) {
         for (const c of clients) {
           c.mode = 'fast';
@@ -371,14 +372,18 @@ process.on('message', async (msg) => {
         // error event), up to maxDrainMs (default 4 × drainMs) in all.
         const maxDrainMs = msg.maxDrainMs || 4 * drainMs;
         const t0 = Date.now();
+        // "Still arriving" means a byte in the last second: a busy proxy (or a busy machine) can
+        // leave a 100 ms poll with nothing while streams are still moving.
         let last = -1;
+        let movedAt = t0;
         for (;;) {
           const open = clients.filter((c) => !c.ended);
           if (!open.length) break;
-          const got = open.reduce((n, c) => n + c.rawBytes, 0);
-          const el = Date.now() - t0;
-          if (el >= maxDrainMs || (el >= drainMs && got === last)) break;
+          const got = clients.reduce((n, c) => n + c.rawBytes, 0);
+          const now = Date.now();
+          if (got !== last) movedAt = now;
           last = got;
+          if (now - t0 >= maxDrainMs || (now - t0 >= drainMs && now - movedAt >= 1000)) break;
           await new Promise((r) => setTimeout(r, 100));
         }
       }
@@ -391,7 +396,7 @@ process.on('message', async (msg) => {
         lat = { n: all.length, p50: percentile(all, 0.5), p90: percentile(all, 0.9), p99: percentile(all, 0.99), max: all[all.length - 1] ?? null };
       }
       for (const c of clients) c.sock.destroy();
-      process.send({ type: 'result', clients: summaries, latency: lat, beforeDrain: msg.beforeDrain || null });
+      process.send({ type: 'result', clients: summaries, latency: lat, beforeDrain: msg.beforeDrain || null, drainStartedAt: drainStart, drainedMs: Date.now() - drainStart });
     }
   } catch (e) {
     process.send({ type: 'error', message: String(e && e.stack ? e.stack : e) });

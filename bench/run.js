@@ -428,6 +428,12 @@ async function runS1() {
         slowCompleted: n(slow, 'done'),
         slowTotal: slow.length,
         slowMeanReceivedB: mean(slow.map((c) => c.payloadBytes)),
+        drainedMs: res.drainedMs,
+        // Streams still open after the drain: how far they got and how long ago their last event came.
+        openAfterDrain: all
+          .filter((c) => c.outcome === 'open')
+          .slice(0, 10)
+          .map((c) => ({ mode: c.mode, rawBytes: c.rawBytes, events: c.events, lastEventMsBeforeDrain: c.lastEventAt ? res.drainStartedAt - c.lastEventAt : null })),
         failed: res.clients.filter((c) => c.failed && !c.status).length,
         stalledErrorCodes: countBy(stalled.filter((c) => c.sawError).map((c) => c.errorCode)),
         policy: t.tidegate ? policy : undefined,
