@@ -89,6 +89,11 @@ export interface SendFlowOptions {
   onFinish?: (result: StreamResult) => void;
   /** Called when the first element arrives (time to first token). */
   onFirstElement?: () => void;
+  /**
+   * Called whenever the bridge may take more: after each element, each flush and on `'drain'`,
+   * before it requests. The byte relay resumes an upstream read it held for want of room here.
+   */
+  onWritable?: () => void;
 }
 
 /** The running stream returned by {@link sendFlow}. */
@@ -361,6 +366,8 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
 
   private request(): void {
     if (this.finished || this.socketFull || this.upstream === undefined || this.upstreamDone) return;
+    this.options.onWritable?.();
+    if (this.finished) return;
     const elementBytes = this.options.maxElementBytes;
     if (elementBytes === undefined) {
       if (this.batchBytes >= BATCH_HIGH_WATER_BYTES) return; // the end-of-tick flush asks again

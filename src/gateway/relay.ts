@@ -4,6 +4,7 @@ import type { Readable } from 'node:stream';
 import { BufferOverflowError, ShutdownError, SseLimitError, TidegateError, TimeoutError } from '../errors';
 import { sendFlow, type BridgeElement, type StreamResult } from '../express/bridge';
 import { ByteBudget } from '../flow/budget';
+import { addDemand } from '../flow/demand';
 import type { Flow } from '../flow/flow';
 import { limitRate } from '../flow/operators/limit-rate';
 import { map } from '../flow/operators/map';
@@ -15,7 +16,7 @@ import { UpstreamHttpError, UpstreamResetError, UpstreamStreamError, UpstreamTru
 import { adaptFrames, adaptProvider } from '../upstream/providers/adapt';
 import { codeOf } from '../upstream/providers/errors-http';
 import type { GatewayEvent, ProviderAdapter, TokenUsage } from '../upstream/providers/types';
-import { fetchUpstream, openUpstreamStream, UPSTREAM_HIGH_WATER_MARK, UPSTREAM_READ_BYTES, type UpstreamRequest } from '../upstream/request';
+import { fetchUpstream, openUpstreamStream, UPSTREAM_HIGH_WATER_MARK, UPSTREAM_MAX_READ_BYTES, UPSTREAM_MIN_READ_BYTES, UPSTREAM_READ_BYTES, type UpstreamRequest, type UpstreamStream } from '../upstream/request';
 import { openResumableStream } from '../upstream/resumable';
 import { withRetries } from '../upstream/retry';
 import type { ResolvedRoute } from './config';
@@ -173,8 +174,8 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
     if (frameBytes !== undefined) upstreamRequest.onRead = () => void budget.observe();
     let events: Flow<GatewayEvent>;
     let body$: Readable | undefined;
-    /** Byte relay: what the upstream side may still take without being asked (kept free in the budget). */
-    let upstreamSide: (() => number) | undefined;
+    /** Byte relay: re-checks an upstream read held for want of room. */
+    let gate: ReadGate | undefined;
     if (route.resumable && route.provider === 'passthrough') {
       // Resumable routes read the upstream through connectSse: a dropped upstream is reconnected
       // with Last-Event-ID (its own backoff), so these may reconnect after the first byte.
@@ -197,6 +198,10 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
       metrics.upstreamRequests.inc({ route: route.path, outcome: 'ok' });
       events = decoded.pipe(adaptProvider(adapter));
     } else {
+      // Byte relay: bytes enter the stream only by upstream reads, each sized to the budget's
+      // free room (less READ_SLACK_BYTES), so the budget bounds every userland byte whatever
+      // the demand downstream; the gate holds a read while there is no room.
+      if (frameBytes !== undefined) upstreamRequest.readBytes = () => budget.maxBytes - budget.used - READ_SLACK_BYTES;
       // Only this call is retried: it ends at the upstream's status line, before the client saw a byte.
       const upstream = await withRetries(() => attempt(() => openUpstreamStream(upstreamRequest)), route.retry, retryOptions);
       body$ = upstream.response.body as unknown as Readable;
@@ -210,11 +215,15 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
         budget.attachExternal(upstream.bufferedBytes);
         const queued = { bytes: 0 };
         budget.attachExternal(() => queued.bytes);
-        upstreamSide = () => Math.max(0, UPSTREAM_SIDE_BYTES - upstream.bufferedBytes() - queued.bytes);
-        // An event larger than the whole budget could never be delivered: refused as it arrives
-        // (ERR_TIDEGATE_SSE_LIMIT), so the carried block never outgrows the budget.
-        const maxEventBytes = Math.min(route.policy.maxEventBytes, route.policy.maxBufferedBytes);
-        events = upstream.body.pipe(sseFrames({ maxEventBytes, maxFrameBytes: frameBytes, queued }), adaptFrames(adapter));
+        // An event that could not pass beside the socket's buffer and the reads' slack is refused
+        // as it arrives (ERR_TIDEGATE_SSE_LIMIT): the carried block never crowds out the budget.
+        const maxEventBytes = Math.min(route.policy.maxEventBytes, route.policy.maxBufferedBytes - res.writableHighWaterMark - READ_SLACK_BYTES);
+        events = upstream.body
+          .pipe(
+            operator<Buffer, Buffer>((actual, context) => (gate = new ReadGate(actual, context, budget, upstream, queued))),
+            sseFrames({ maxEventBytes, maxFrameBytes: frameBytes, queued }),
+            adaptFrames(adapter),
+          );
       }
     }
     const flow = buildChain(events, {
@@ -238,8 +247,7 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
     });
     const handle = sendFlow(res, flow, {
       prefetch: frameBytes === undefined ? route.policy.prefetch : FRAME_PREFETCH,
-      maxElementBytes: frameBytes,
-      reserveBytes: upstreamSide,
+      onWritable: frameBytes === undefined ? undefined : () => gate?.poke(),
       budget,
       stallTimeoutMs: route.policy.stallTimeoutMs,
       heartbeatMs: route.policy.heartbeatMs,
@@ -301,32 +309,87 @@ interface ChainOptions {
   onFirstToken(): void;
 }
 
-/** Frames the bridge may request ahead in the byte relay, as the budget allows. */
+/** Frames the bridge may request ahead in the byte relay (the reads' sizes bound the bytes). */
 const FRAME_PREFETCH = 16;
-/** Largest frame of the byte relay, bytes. */
-const MAX_FRAME_BYTES = 16 * 1024;
-/** Below this frame size the byte relay gains little: events are relayed one by one. */
-const MIN_FRAME_BYTES = 1024;
-/** Room left for what `res.writableLength` counts beyond the frames: HTTP chunk framing, heartbeats. */
-const FRAMING_SLACK_BYTES = 1024;
+/** Largest frame of the byte relay, bytes: one upstream read's complete events. */
+const MAX_FRAME_BYTES = UPSTREAM_MAX_READ_BYTES;
 /**
- * Most bytes the byte relay holds before the bridge without being asked: the upstream reader's
- * unread bytes (its high-water mark + one read) and the frames of one read waiting in `sseFrames`.
+ * Budget kept free by the byte relay's read sizes, bytes: a paused `IncomingMessage` goes on
+ * reading until it holds its high-water mark, by reads of at least 1 KiB even without room; and
+ * `res.writableLength` counts HTTP chunk framing and heartbeats beyond the frames (1 KiB).
  */
-const UPSTREAM_SIDE_BYTES = UPSTREAM_HIGH_WATER_MARK + 2 * UPSTREAM_READ_BYTES;
+const READ_SLACK_BYTES = UPSTREAM_HIGH_WATER_MARK + UPSTREAM_MIN_READ_BYTES + 1024;
+/** What an upstream reader whose reads are not sized may take unasked: its high-water mark, one 16 KiB read, one 16 KiB zlib chunk. */
+const UNSIZED_READER_BYTES = UPSTREAM_HIGH_WATER_MARK + 2 * UPSTREAM_READ_BYTES;
+/** Below this room beside the socket's buffer and the slack, the byte relay gains little: events are relayed one by one. */
+const MIN_RELAY_ROOM_BYTES = 8 * 1024;
 
 /**
  * The frame size of the byte relay for this stream, bytes, or `undefined` to relay events
- * (`relay: events`, a `limitRate`, a user policy or a resumable route: they count or see events).
- * The bridge then counts demand in bytes (`maxElementBytes`), keeping {@link UPSTREAM_SIDE_BYTES}
- * free for the upstream side, so `pause` never overflows the budget, which counts every
- * userland byte of the stream; frames must fit beside that reserve and the socket's buffer (with
- * 64 KiB: 11 KiB frames; below about 55 KiB no frame fits, and the stream relays events).
+ * (`relay: events`, a `limitRate`, a user policy or a resumable route: they count or see events;
+ * or a budget under the socket's high-water mark + {@link READ_SLACK_BYTES} + 8 KiB, about 30 KiB).
+ * The byte relay's upstream reads are sized to the budget's free room (see {@link ReadGate}), so
+ * `pause` never overflows the budget, which counts every userland byte of the stream.
  */
 function byteRelayFrameBytes(route: ResolvedRoute, res: Response, hasPolicy: boolean): number | undefined {
   if (route.policy.relay !== 'bytes' || hasPolicy || route.policy.limitRate > 0 || route.resumable) return undefined;
-  const frameBytes = Math.min(MAX_FRAME_BYTES, route.policy.maxBufferedBytes - UPSTREAM_SIDE_BYTES - res.writableHighWaterMark - FRAMING_SLACK_BYTES);
-  return frameBytes >= MIN_FRAME_BYTES ? frameBytes : undefined;
+  const room = route.policy.maxBufferedBytes - res.writableHighWaterMark - READ_SLACK_BYTES;
+  return room >= MIN_RELAY_ROOM_BYTES ? MAX_FRAME_BYTES : undefined;
+}
+
+/**
+ * The byte relay's admission of upstream bytes: passes a request for the next upstream read only
+ * while the stream's budget has room for one (its size then follows that room, see
+ * `UpstreamRequest.readBytes`), and holds it otherwise until {@link poke} finds room (the bridge
+ * calls it as it writes). Without room and with nothing on its way out, the reader's unread
+ * bytes are still delivered (their frames then leave); with none of those either, the stream
+ * ends with {@link BufferOverflowError} (the incomplete event's cap makes this unreachable).
+ */
+class ReadGate extends OperatorSubscriber<Buffer, Buffer> {
+  private held = 0;
+
+  constructor(
+    actual: Subscriber<Buffer>,
+    context: FlowContext,
+    private readonly budget: ByteBudget,
+    private readonly reader: UpstreamStream,
+    /** The bytes `sseFrames` holds (its queue, empty when it asks, and the incomplete event). */
+    private readonly queued: { bytes: number },
+  ) {
+    super(actual, context);
+  }
+
+  onNext(value: Buffer): void {
+    this.actual.onNext(value);
+  }
+
+  override request(n: number): void {
+    this.held = addDemand(this.held, n);
+    this.poke();
+  }
+
+  /** Passes the held request upstream if the budget has room for a read now, or if the reader holds bytes nothing else will move. */
+  poke(): void {
+    if (this.held === 0 || this.done || this.cancelled) return;
+    const { budget, reader } = this;
+    const readerBytes = reader.bufferedBytes();
+    let room = budget.maxBytes - budget.used - READ_SLACK_BYTES;
+    // Reads not sized to the room (zlib inflating, TLS): keep what the reader may still take unasked free.
+    const sized = reader.readsSized();
+    if (!sized) room -= Math.max(0, UNSIZED_READER_BYTES - readerBytes - this.queued.bytes);
+    if (room < UPSTREAM_MIN_READ_BYTES) {
+      // The bridge's bytes leave without a read: wait for them (the bridge pokes as it writes).
+      if (budget.used - readerBytes - this.queued.bytes > 0) return;
+      // Nothing leaves: the reader's bytes go on (their frames then leave), or it is stuck.
+      if (sized && readerBytes === 0) {
+        this.fail(new BufferOverflowError(`stream byte budget of ${budget.maxBytes} bytes has no room for the rest of an event`));
+        return;
+      }
+    }
+    const n = this.held;
+    this.held = 0;
+    this.upstream.request(n);
+  }
 }
 
 /**

@@ -12,20 +12,31 @@ import type { FlowContext, Subscriber } from '../flow/types';
 import { UpstreamHttpError, UpstreamResetError } from './errors';
 
 /**
- * Bytes libuv reads from an upstream socket at once (plain HTTP). Every upstream socket reads into
- * one shared buffer (net `onread`) instead of a fresh 64 KiB one per read, so a read holds at most
- * this much, and a paused socket holds nothing: `pause()` stops reading at once instead of after
- * one more read into the socket's own buffer.
+ * Bytes libuv reads from an upstream socket at once (plain HTTP) unless the call sets
+ * {@link UpstreamRequest.readBytes}. Every upstream socket reads into one shared buffer (net
+ * `onread`) instead of a fresh 64 KiB one per read, so a read holds at most this much, and a
+ * paused socket holds nothing: `pause()` stops reading at once instead of after one more read
+ * into the socket's own buffer.
  */
 export const UPSTREAM_READ_BYTES = 16 * 1024;
+/** Largest read of an upstream socket, bytes, with {@link UpstreamRequest.readBytes} (Node's own read size). */
+export const UPSTREAM_MAX_READ_BYTES = 64 * 1024;
+/** Smallest read of an upstream socket, bytes: a `readBytes` below it still reads this much. */
+export const UPSTREAM_MIN_READ_BYTES = 1024;
 /**
  * Readable high-water mark of an upstream response (`IncomingMessage` takes its socket's), bytes:
  * a paused body stops its socket once this much is queued (plus the rest of the read in progress,
- * at most {@link UPSTREAM_READ_BYTES}).
+ * at most {@link UPSTREAM_READ_BYTES}, or the call's `readBytes`).
  */
 export const UPSTREAM_HIGH_WATER_MARK = 4 * 1024;
 
-const sharedReadBuffer = Buffer.allocUnsafeSlow(UPSTREAM_READ_BYTES);
+const sharedReadBuffer = Buffer.allocUnsafeSlow(UPSTREAM_MAX_READ_BYTES);
+const defaultReadView = sharedReadBuffer.subarray(0, UPSTREAM_READ_BYTES);
+/** Where a socket finds the call whose body it reads, when that call sizes its reads (`readBytes`). */
+const kReadCall = Symbol('tidegate.readCall');
+type ReadSized = Socket & { [kReadCall]?: UpstreamCall | undefined };
+/** The socket whose read `onUpstreamRead` just handed on: net asks `nextReadBuffer()` right after, with no arguments. */
+let lastReadSocket: ReadSized | undefined;
 
 /**
  * `onread` callback: hands the bytes to the HTTP client's parser as a `'data'` event, without a
@@ -34,8 +45,26 @@ const sharedReadBuffer = Buffer.allocUnsafeSlow(UPSTREAM_READ_BYTES);
  * reuses the buffer; the integrity spec in spec/upstream/request-memory.spec.ts checks this.
  */
 function onUpstreamRead(this: Socket, nread: number, buffer: Uint8Array): boolean {
+  lastReadSocket = this;
   this.emit('data', Buffer.from(buffer.buffer, buffer.byteOffset, nread));
   return true;
+}
+
+/**
+ * `onread.buffer` as a function: Node (lib/internal/stream_base_commons.js `onStreamRead`) calls
+ * it after each read's callback, when the read's bytes have gone as far down the chain as they
+ * go synchronously, and reads next into what it returns. A socket whose call gave `readBytes`
+ * reads that much (1–64 KiB), the others {@link UPSTREAM_READ_BYTES}.
+ */
+function nextReadBuffer(): Buffer {
+  const socket = lastReadSocket;
+  lastReadSocket = undefined;
+  const call = socket?.[kReadCall];
+  // A complete response's socket goes back to the pool: its next read is the next call's.
+  if (call === undefined || !call.readsSized()) return defaultReadView;
+  const bytes = (call.request.readBytes as () => number)();
+  if (bytes >= UPSTREAM_MAX_READ_BYTES) return sharedReadBuffer;
+  return sharedReadBuffer.subarray(0, bytes > UPSTREAM_MIN_READ_BYTES ? bytes & ~1023 : UPSTREAM_MIN_READ_BYTES);
 }
 
 /** The call whose `fetch()` is running: node-fetch builds its `ClientRequest` synchronously inside `fetch()`, so the agent's `addRequest` sees it. */
@@ -63,7 +92,7 @@ const agents = {
       keepAlive: true,
       maxSockets: Infinity,
       // Passed to net.createConnection(): the socket's read path (above) and its high-water mark.
-      ...({ readableHighWaterMark: UPSTREAM_HIGH_WATER_MARK, onread: { buffer: sharedReadBuffer, callback: onUpstreamRead } } as object),
+      ...({ readableHighWaterMark: UPSTREAM_HIGH_WATER_MARK, onread: { buffer: nextReadBuffer, callback: onUpstreamRead } } as object),
     }),
   ),
   // tls.connect() takes `highWaterMark` (both directions); its `onread` is left alone.
@@ -112,6 +141,13 @@ export interface UpstreamRequest {
    * consumer asked for it: where bytes enter userland, e.g. to record a budget's peak.
    */
   onRead?: () => void;
+  /**
+   * Most bytes the next read of the body's socket may take, asked after each read (plain HTTP
+   * only; TLS sockets read as Node does). Clamped to 1–64 KiB (rounded down to whole KiB); default
+   * {@link UPSTREAM_READ_BYTES}. A byte relay passes its budget's free room, so reads are as large
+   * as the budget allows and never larger (the smallest read, 1 KiB, excepted).
+   */
+  readBytes?: () => number;
 }
 
 /** An upstream that answered 200 with an event stream, body not yet read. */
@@ -131,6 +167,11 @@ export interface UpstreamStream {
    * e.g. from `ByteBudget#attachExternal`.
    */
   bufferedBytes(): number;
+  /**
+   * True while the request's `readBytes` bounds what enters userland: plain HTTP and an identity
+   * body (a compressed body grows as zlib inflates it, a TLS socket reads as Node does).
+   */
+  readsSized(): boolean;
 }
 
 /** A whole (non-stream) upstream response. */
@@ -163,7 +204,7 @@ export async function openUpstreamStream(request: UpstreamRequest): Promise<Upst
     operator<Buffer, Buffer>((actual, context) => new BodySubscriber(actual, context, call)),
   );
   if ((request.idleTimeoutMs ?? 0) > 0) body = body.pipe(idleTimeout<Buffer>(request.idleTimeoutMs as number));
-  return { response, body, bufferedBytes: () => call.bufferedBytes() };
+  return { response, body, bufferedBytes: () => call.bufferedBytes(), readsSized: () => call.readsSized() };
 }
 
 /**
@@ -199,7 +240,8 @@ class UpstreamCall {
   readonly parked = { bytes: 0 };
   /** The response body stream (the `IncomingMessage` itself, unless compressed). */
   body: Readable | undefined;
-  private incoming: http.IncomingMessage | undefined;
+  /** The final response, once it arrived. */
+  incoming: http.IncomingMessage | undefined;
   private firstByteTimer: NodeJS.Timeout | undefined;
   private connectTimer: NodeJS.Timeout | undefined;
   private released = false;
@@ -272,7 +314,15 @@ class UpstreamCall {
       if (res.headers.location !== undefined && [301, 302, 303, 307, 308].includes(res.statusCode ?? 0)) return;
       this.incoming = res;
       bodyIsResponse(res);
-      const socket = res.socket;
+      const socket = res.socket as ReadSized | null;
+      if (this.request.readBytes !== undefined && socket !== null) {
+        socket[kReadCall] = this;
+        const off = (): void => {
+          if (socket[kReadCall] === this) socket[kReadCall] = undefined;
+        };
+        res.once('end', off);
+        res.once('close', off);
+      }
       if (this.request.onRead !== undefined && socket !== null) {
         // After the HTTP parser's own 'data' listener: the bytes are in the response by then.
         socket.on('data', this.onSocketData);
@@ -284,6 +334,12 @@ class UpstreamCall {
   }
 
   private readonly onSocketData = (): void => this.request.onRead?.();
+
+  /** See {@link UpstreamStream.readsSized}: the body is the response itself (no zlib) on a socket that reads through `onread`, still reading. */
+  readsSized(): boolean {
+    const { incoming } = this;
+    return this.request.readBytes !== undefined && incoming !== undefined && this.body === incoming && !incoming.complete && (incoming.socket as ReadSized | null)?.[kReadCall] === this;
+  }
 
   /** See {@link UpstreamStream.bufferedBytes}. */
   bufferedBytes(): number {
