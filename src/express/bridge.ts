@@ -104,6 +104,12 @@ export interface StreamHandle {
   readonly budget: ByteBudget;
   /** Ends the stream now: `event: error` with `error` if given, else a clean end. */
   end(error?: unknown): void;
+  /**
+   * Writes what the bridge batched for the end of the tick now, and hands it to the kernel at once
+   * (uncorks the socket Node corked for the tick), e.g. at the end of an upstream read's
+   * synchronous delivery: a fast reader then frees the stream's budget before the next read is sized.
+   */
+  flush(): void;
 }
 
 const DEFAULT_PREFETCH = 16;
@@ -151,7 +157,7 @@ const STREAMING = new WeakSet<ServerResponse>();
 /** The handle of a stream that never started: `done` reports `error`, nothing was subscribed or written. */
 function refused(error: Error): StreamHandle {
   const result: StreamResult = { outcome: 'error', error, events: 0, bytes: 0, durationMs: 0, peakBufferedBytes: 0 };
-  return { done: Promise.resolve(result), budget: new ByteBudget(1), end: () => undefined };
+  return { done: Promise.resolve(result), budget: new ByteBudget(1), end: () => undefined, flush: () => undefined };
 }
 
 class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
@@ -272,6 +278,13 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
     else this.finish('aborted', error);
   }
 
+  flush(): void {
+    if (this.finished || this.batch.length === 0) return;
+    this.flushBatch();
+    const socket = this.res.socket;
+    if (socket !== null) while (socket.writableCorked > 0) socket.uncork();
+  }
+
   // ---- socket side --------------------------------------------------------------------
 
   private readonly onDrain = (): void => {
@@ -284,7 +297,7 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
       this.heldBytes -= size;
       this.write(chunk, size);
     }
-    this.flush();
+    this.flushBatch();
   };
 
   private readonly onClose = (): void => {
@@ -404,7 +417,7 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
     this.lastWriteAt = Date.now();
     if (!this.flushScheduled) {
       this.flushScheduled = true;
-      process.nextTick(this.flush);
+      process.nextTick(this.flushBatch);
     }
   }
 
@@ -418,7 +431,7 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
     return out;
   }
 
-  private readonly flush = (): void => {
+  private readonly flushBatch = (): void => {
     this.flushScheduled = false;
     if (this.finished) return;
     const { batch } = this;

@@ -2,7 +2,7 @@ import type { Request, Response } from 'express';
 import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { BufferOverflowError, ShutdownError, SseLimitError, TidegateError, TimeoutError } from '../errors';
-import { sendFlow, type BridgeElement, type StreamResult } from '../express/bridge';
+import { sendFlow, type BridgeElement, type StreamHandle, type StreamResult } from '../express/bridge';
 import { ByteBudget } from '../flow/budget';
 import { addDemand } from '../flow/demand';
 import type { Flow } from '../flow/flow';
@@ -176,6 +176,7 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
     let body$: Readable | undefined;
     /** Byte relay: re-checks an upstream read held for want of room. */
     let gate: ReadGate | undefined;
+    let handle: StreamHandle | undefined;
     if (route.resumable && route.provider === 'passthrough') {
       // Resumable routes read the upstream through connectSse: a dropped upstream is reconnected
       // with Last-Event-ID (its own backoff), so these may reconnect after the first byte.
@@ -201,7 +202,14 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
       // Byte relay: bytes enter the stream only by upstream reads, each sized to the budget's
       // free room (less READ_SLACK_BYTES), so the budget bounds every userland byte whatever
       // the demand downstream; the gate holds a read while there is no room.
-      if (frameBytes !== undefined) upstreamRequest.readBytes = () => budget.maxBytes - budget.used - READ_SLACK_BYTES;
+      // The read's frames are written first (not at the end of the tick): a fast reader's kernel
+      // takes them at once, so they do not count against the next read.
+      if (frameBytes !== undefined) {
+        upstreamRequest.readBytes = () => {
+          handle?.flush();
+          return budget.maxBytes - budget.used - READ_SLACK_BYTES;
+        };
+      }
       // Only this call is retried: it ends at the upstream's status line, before the client saw a byte.
       const upstream = await withRetries(() => attempt(() => openUpstreamStream(upstreamRequest)), route.retry, retryOptions);
       body$ = upstream.response.body as unknown as Readable;
@@ -245,7 +253,7 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
       bufferedBytes: () => budget.used,
       upstreamPaused: () => body$ !== undefined && body$.isPaused() && body$.readableLength > 0 && !body$.readableEnded,
     });
-    const handle = sendFlow(res, flow, {
+    handle = sendFlow(res, flow, {
       prefetch: frameBytes === undefined ? route.policy.prefetch : FRAME_PREFETCH,
       onWritable: frameBytes === undefined ? undefined : () => gate?.poke(),
       budget,

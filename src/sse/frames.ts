@@ -85,7 +85,7 @@ const lenient = new TextDecoder('utf-8', { fatal: false, ignoreBOM: true });
  *
  * Cost: native scans only (`lastIndexOf`/`indexOf` for boundaries, `buffer.isUtf8` once per
  * chunk); a per-byte pass runs only for chunks holding CR, and a copy only for the incomplete
- * block carried to the next chunk.
+ * block carried to the next chunk and the bytes that complete it (a frame of its own).
  *
  * Limits: the incomplete block carried between chunks is bounded by `maxEventBytes`; a block over
  * it signals {@link SseLimitError} (`ERR_TIDEGATE_SSE_LIMIT`, `limit: 'event'`), thrown from
@@ -146,8 +146,8 @@ class FrameSplitterImpl implements FrameSplitter {
     }
     if (this.skipLF || buf.indexOf(CR) !== -1) buf = this.normalise(buf);
     if (buf.length === 0) return;
-    // 1. The block carried from earlier chunks, completed with as few new bytes as fill one
-    //    frame: only those are copied, never the whole chunk.
+    // 1. The block carried from earlier chunks, completed with the new bytes up to its blank
+    //    line: only those are copied (one event's worth), never the rest of the chunk.
     let head: Buffer | null = null;
     const carried = this.pendingLength;
     if (carried > 0) {
@@ -162,10 +162,7 @@ class FrameSplitterImpl implements FrameSplitter {
         }
         end = at + 2;
       }
-      if (carried + end < this.window) {
-        const more = buf.lastIndexOf(BLANK, this.window - carried - 2);
-        if (more + 2 > end) end = more + 2;
-      }
+      while (end < buf.length && buf[end] === LF) end++; // extra blank lines stay with their block
       this.append(buf.subarray(0, end));
       head = (this.pending as Buffer).subarray(0, this.pendingLength);
       this.pending = null; // the head frame owns that buffer now
