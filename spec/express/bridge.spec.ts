@@ -356,3 +356,57 @@ describe('demand bridge: demand in bytes (maxElementBytes)', () => {
     expect(c.body()).toMatch(/event: error\ndata: \{"code":"ERR_TIDEGATE_OVERFLOW"/);
   });
 });
+
+describe('StreamHandle#flush and onWritable', () => {
+  it('flush() writes what was batched for the end of the tick at once, with the socket uncorked', async () => {
+    let sink: FlowSink<Uint8Array> | undefined;
+    const seen: { before: number; after: number; corked: number }[] = [];
+    const app = express();
+    app.get('/s', (_req, res) => {
+      const writes: unknown[] = [];
+      const write = res.write.bind(res) as (...args: unknown[]) => boolean;
+      (res as unknown as { write: (...args: unknown[]) => boolean }).write = (...args: unknown[]) => (writes.push(args[0]), write(...args));
+      const handle = sendFlow(res, createFlow<Uint8Array>((s) => void (sink = s)), { heartbeatMs: 0, stallTimeoutMs: 0 });
+      setTimeout(() => {
+        sink?.next(Buffer.from('data: now\n\n'));
+        const before = writes.length;
+        handle.flush();
+        seen.push({ before, after: writes.length, corked: res.socket?.writableCorked ?? -1 });
+        sink?.complete();
+      }, 20);
+    });
+    const gw = await listen(app);
+    closers.push(gw);
+    const c = await RawClient.request(gw.port, '/s');
+    closers.push({ close: async () => c.destroy() });
+    c.readAll();
+    expect(await c.waitClosed(5000)).toBe(true);
+    expect(seen).toEqual([{ before: 0, after: 1, corked: 0 }]);
+    expect(c.body()).toContain('data: now\n\n');
+  });
+
+  it('calls onWritable each time it may request more', async () => {
+    let calls = 0;
+    let requests = 0;
+    const app = express();
+    app.get('/s', (_req, res) => {
+      let emitted = 0;
+      const flow = createFlow<Uint8Array>((sink) => {
+        sink.onRequest((n) => {
+          requests++;
+          for (let i = 0; i < n && emitted < 100; i++, emitted++) sink.next(Buffer.from('data: x\n\n'));
+          if (emitted === 100) sink.complete();
+        });
+      });
+      sendFlow(res, flow, { heartbeatMs: 0, prefetch: 4, onWritable: () => void calls++ });
+    });
+    const gw = await listen(app);
+    closers.push(gw);
+    const c = await RawClient.request(gw.port, '/s');
+    closers.push({ close: async () => c.destroy() });
+    c.readAll();
+    expect(await c.waitClosed(5000)).toBe(true);
+    expect(requests).toBeGreaterThan(1);
+    expect(calls).toBeGreaterThanOrEqual(requests);
+  });
+});

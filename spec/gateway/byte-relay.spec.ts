@@ -9,6 +9,10 @@ import { CaptureTransport } from './helpers';
 /** What the upstream of the exact-bytes tests sends: comments, ids, retry, CRLF, an unknown field, a BOM. */
 const IRREGULAR = '\ufeff: hello\r\nid: 1\r\nretry: 25\r\nfoo: bar\r\ndata: 日本 😀\r\n\r\nid: 2\ndata: a\ndata: b\n\n';
 
+/** The 32 KiB-budget test's events: 1000 bytes, 8000 of them. */
+const EVENT_32 = `data: ${'z'.repeat(992)}\n\n`;
+const COUNT_32 = 8000;
+
 describe('gateway byte relay (relay: bytes)', () => {
   let upstream: CountingUpstream;
   let raw: Awaited<ReturnType<typeof listen>>;
@@ -24,6 +28,7 @@ describe('gateway byte relay (relay: bytes)', () => {
       routes: [
         { path: '/sse', provider: 'passthrough', url: upstream.url },
         { path: '/raw', provider: 'passthrough', url: `${raw.url}/raw` },
+        { path: '/raw32', provider: 'passthrough', url: `${raw.url}/32` },
       ],
     });
     const gw = await startGateway(config, { logger: createLogger({ transports: [logs] }) });
@@ -33,8 +38,9 @@ describe('gateway byte relay (relay: bytes)', () => {
 
   beforeAll(async () => {
     upstream = await countingUpstream({ eventBytes: 100, totalBytes: 256 * 1024 * 1024, text: '海' });
-    raw = await listen((_req: http.IncomingMessage, res: http.ServerResponse) => {
+    raw = await listen((req: http.IncomingMessage, res: http.ServerResponse) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
+      if (req.url === '/32') return void res.end(EVENT_32.repeat(COUNT_32)); // 8 MB at once: the reads, not the writer, pace it
       // Split inside a CRLF and inside a 4-byte emoji.
       const bytes = Buffer.from(IRREGULAR);
       const cut = [17, bytes.indexOf(Buffer.from('😀')) + 2];
@@ -89,5 +95,23 @@ describe('gateway byte relay (relay: bytes)', () => {
     const line = logs.streams().find((l) => l.route === '/sse');
     expect(line?.outcome).toBe('client_closed');
     expect(line?.peakBufferedBytes as number).toBeLessThanOrEqual(budget);
+  });
+
+  it('sizes upstream reads to the room of a 32 KiB budget: a reader that stops and resumes gets every byte, the peak stays within the budget', async () => {
+    const budget = 32 * 1024;
+    const gw = await gateway({ maxBufferedBytes: budget, overflow: 'pause', stallTimeoutMs: 0 });
+    const seen = logs.streams().length;
+    const client = await RawClient.request(gw.port, '/raw32');
+    clients.push(client);
+    client.readSome(1000);
+    await sleep(500);
+    client.readAll();
+    expect(await client.waitClosed(20_000)).toBe(true);
+    await waitFor(() => logs.streams().length > seen, 5000);
+    const line = logs.streams()[seen];
+    expect(line?.outcome).toBe('completed');
+    expect(line?.peakBufferedBytes as number).toBeGreaterThan(16 * 1024);
+    expect(line?.peakBufferedBytes as number).toBeLessThanOrEqual(budget);
+    expect(client.body()).toBe(EVENT_32.repeat(COUNT_32));
   });
 });

@@ -1,7 +1,7 @@
 import type http from 'node:http';
 import zlib from 'node:zlib';
 import type { Subscription } from '../../src/flow/types';
-import { UPSTREAM_HIGH_WATER_MARK, UPSTREAM_READ_BYTES, openUpstreamStream } from '../../src/upstream/request';
+import { UPSTREAM_HIGH_WATER_MARK, UPSTREAM_MAX_READ_BYTES, UPSTREAM_MIN_READ_BYTES, UPSTREAM_READ_BYTES, openUpstreamStream } from '../../src/upstream/request';
 import { listen } from '../helpers/net';
 
 type Server = Awaited<ReturnType<typeof listen>>;
@@ -196,5 +196,52 @@ describe('openUpstreamStream memory', () => {
       sub.request(Infinity);
     });
     expect(outcome).toBe(reason);
+  });
+
+  describe('readBytes', () => {
+    /** A 2 MiB body in one write, read one chunk per request, a timer apart: the kernel holds plenty at each read. */
+    async function chunkSizes(readBytes: (() => number) | undefined, calls?: { n: number }): Promise<{ sizes: number[]; intact: boolean }> {
+      const body = Buffer.from(`data: ${'y'.repeat(2 * 1024 * 1024 - 8)}\n\n`);
+      const url = await serve((_req, res) => {
+        sse(res);
+        res.end(body);
+      });
+      const stream = await openUpstreamStream({ url, method: 'GET', readBytes: readBytes && (() => ((calls && calls.n++), readBytes())) });
+      const parts: Buffer[] = [];
+      await new Promise<void>((resolve, reject) => {
+        let sub: Subscription | undefined = undefined;
+        sub = stream.body.subscribeWithDemand({ next: (b: Buffer) => (parts.push(b), void setTimeout(() => sub?.request(1), 1)), error: reject, complete: resolve });
+        subscriptions.push(sub);
+        sub.request(1);
+      });
+      return { sizes: parts.map((p) => p.length), intact: Buffer.concat(parts).equals(body) };
+    }
+
+    it('sizes each read of the body to what readBytes returns, rounded down to whole KiB', async () => {
+      const { sizes, intact } = await chunkSizes(() => 5000);
+      expect(intact).toBe(true);
+      // The first read (status line, headers, body start) is sized before the call is known.
+      expect(Math.max(...sizes.slice(1))).toBe(4096);
+    });
+
+    it('reads up to 64 KiB at once when readBytes allows it (more than the default read)', async () => {
+      const { sizes, intact } = await chunkSizes(() => 1 << 30);
+      expect(intact).toBe(true);
+      expect(Math.max(...sizes)).toBeGreaterThan(UPSTREAM_READ_BYTES);
+      expect(Math.max(...sizes)).toBeLessThanOrEqual(UPSTREAM_MAX_READ_BYTES);
+    });
+
+    it('reads at least 1 KiB when readBytes has no room', async () => {
+      const calls = { n: 0 };
+      const { sizes, intact } = await chunkSizes(() => -5, calls);
+      expect(intact).toBe(true);
+      expect(calls.n).toBeGreaterThan(0);
+      expect(Math.max(...sizes.slice(1))).toBe(UPSTREAM_MIN_READ_BYTES);
+    });
+
+    it('reads the default size without readBytes', async () => {
+      const { sizes } = await chunkSizes(undefined);
+      expect(Math.max(...sizes)).toBe(UPSTREAM_READ_BYTES);
+    });
   });
 });

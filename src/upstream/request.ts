@@ -335,10 +335,12 @@ class UpstreamCall {
 
   private readonly onSocketData = (): void => this.request.onRead?.();
 
-  /** See {@link UpstreamStream.readsSized}: the body is the response itself (no zlib) on a socket that reads through `onread`, still reading. */
+  /** See {@link UpstreamStream.readsSized}: an identity body (no zlib) on a socket that reads through `onread`, not complete yet. */
   readsSized(): boolean {
     const { incoming } = this;
-    return this.request.readBytes !== undefined && incoming !== undefined && this.body === incoming && !incoming.complete && (incoming.socket as ReadSized | null)?.[kReadCall] === this;
+    if (this.request.readBytes === undefined || incoming === undefined || incoming.complete) return false;
+    const encoding = incoming.headers['content-encoding'];
+    return (encoding === undefined || encoding === 'identity') && (incoming.socket as ReadSized | null)?.[kReadCall] === this;
   }
 
   /** See {@link UpstreamStream.bufferedBytes}. */
