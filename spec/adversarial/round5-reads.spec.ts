@@ -1,0 +1,146 @@
+/**
+ * Round 5: the byte relay's upstream reads sized to the budget's free room (912009b, 4d706a8):
+ * every userland byte within `maxBufferedBytes` under `overflow: pause`, no hang, exact bytes out.
+ */
+import type http from 'node:http';
+import zlib from 'node:zlib';
+import type { RunningGateway } from '../../src/gateway/server';
+import type { CaptureTransport } from '../gateway/helpers';
+import { RawClient, waitFor } from '../helpers/net';
+import { sampleBuffered, scriptedUpstream, testGateway, type ScriptedUpstream, type Step } from './round3-harness';
+
+const KIB = 1024;
+// Smallest budget with the byte relay on: client writableHighWaterMark 16 KiB + 6 KiB slack + 8 KiB room.
+const MIN_BYTES_BUDGET = 16 * KIB + 6 * KIB + 8 * KIB;
+
+describe('round 5: byte relay reads sized to the budget', () => {
+  let up: ScriptedUpstream;
+  let gw: RunningGateway;
+  let logs: CaptureTransport;
+  const clients: RawClient[] = [];
+  const route = (path: string, budget: number): Record<string, unknown> => ({ path, provider: 'passthrough', url: `${up.url}${path}`, policy: { maxBufferedBytes: budget, overflow: 'pause', stallTimeoutMs: 0 } });
+
+  beforeAll(async () => {
+    up = await scriptedUpstream();
+    const routes = [route('/gz', 64 * KIB), route('/min', MIN_BYTES_BUDGET), route('/utf', MIN_BYTES_BUDGET), route('/many', 40 * KIB), route('/b64', 64 * KIB)];
+    ({ gw, logs } = await testGateway(up.url, routes, { heartbeatMs: 0 }));
+  });
+  afterEach(() => {
+    for (const c of clients.splice(0)) c.destroy();
+  });
+  afterAll(async () => {
+    await gw.close();
+    await up.close();
+  });
+
+  /** Opens `path`, reads 1000 B, stays paused for `pauseMs` (sampling the gauge), then reads all. */
+  async function pausedRun(path: string, pauseMs = 800): Promise<{ line: Record<string, unknown>; gauge: number; body: string }> {
+    const before = logs.streams().length;
+    const client = await RawClient.request(gw.port, path);
+    clients.push(client);
+    client.readSome(1000);
+    const gauge = await sampleBuffered(gw.url, pauseMs);
+    client.readAll();
+    expect(await client.waitClosed(30_000)).toBe(true);
+    await waitFor(() => logs.streams().length > before, 5000);
+    return { line: logs.streams()[before] as Record<string, unknown>, gauge, body: client.body() };
+  }
+
+  it('a gzip-encoded upstream body (reads not sized) stays within the budget while paused and relays every byte', async () => {
+    const event = `data: ${'z'.repeat(992)}\n\n`;
+    const plain = event.repeat(8 * 1024); // 8 MiB that gzip shrinks to a few KiB
+    const gz = zlib.gzipSync(plain);
+    up.scripts.set('/gz', (_req: http.IncomingMessage, res: http.ServerResponse) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'content-encoding': 'gzip' });
+      const steps: Step[] = [];
+      for (let i = 0; i < gz.length; i += 512) steps.push(gz.subarray(i, i + 512));
+      return steps;
+    });
+    const { line, gauge, body } = await pausedRun('/gz');
+    expect(line.outcome).toBe('completed');
+    expect(body.length).toBe(plain.length);
+    expect(body === plain).toBe(true);
+    expect(gauge).toBeLessThanOrEqual(64 * KIB);
+    expect(line.peakBufferedBytes as number).toBeLessThanOrEqual(64 * KIB);
+  });
+
+  // BUG (round 5): events up to the admitted size (budget − 16 KiB − 6 KiB: 8192 B here, 43008 B
+  // at 64 KiB) end a paused stream with ERR_TIDEGATE_OVERFLOW ("exceeded by an element of 8191
+  // bytes") after one event, and userland holds more than the budget (16188 + 24576 B read
+  // against 30720) while the logged peakBufferedBytes says 16196. Cause: the read after the one
+  // that carried the response head is sized by readBytes() (relay.ts `upstreamRequest.readBytes`)
+  // before `budget.attachExternal(upstream.bufferedBytes)` runs (only once openUpstreamStream()
+  // resolved, a few ticks later): budget.used is 0 although the reader already holds the first
+  // read's ~16 KiB body, so the second read takes the whole room. Checked: returning 0 from
+  // readBytes until the reader is attached makes these pass. Fix: count call.bufferedBytes() in
+  // the sizing from the start (e.g. attach before the await, or let request.ts subtract it).
+  it.each([
+    ['1000 B events', 1000],
+    ['7000 B events', 7000],
+    ['events of the largest size admitted (8 KiB - 1)', 8 * KIB - 1],
+  ])('at the smallest byte-relay budget, %s: paused stream within the budget, exact bytes', async (_n, size) => {
+    await admittedEventsPass('/min', MIN_BYTES_BUDGET, size);
+  });
+
+  // Same at 64 KiB: events up to 64 KiB - 16 KiB - 6 KiB = 43008 B are admitted.
+  it('at a 64 KiB budget, 42000 B events (admitted): paused stream completes within the budget, exact bytes', async () => {
+    await admittedEventsPass('/b64', 64 * KIB, 42_000);
+  });
+
+  async function admittedEventsPass(path: string, budget: number, size: number): Promise<void> {
+    const event = `data: ${'m'.repeat(size - 8)}\n\n`;
+    const count = Math.ceil((6 * 1024 * 1024) / size);
+    up.scripts.set(path, () => {
+      const steps: Step[] = [];
+      for (let k = 0; k < count; k += 10) steps.push(event.repeat(Math.min(10, count - k)));
+      return steps;
+    });
+    const { line, gauge, body } = await pausedRun(path);
+    expect(line.outcome).toBe('completed');
+    expect(body === event.repeat(count)).toBe(true);
+    expect(gauge).toBeLessThanOrEqual(budget);
+    expect(line.peakBufferedBytes as number).toBeLessThanOrEqual(budget);
+  }
+
+  it('CRLF and 4-byte UTF-8 split at every offset of small upstream writes arrive byte-exact at the smallest budget', async () => {
+    // Events of odd lengths with CRLF line ends and 4-byte code points, written in 1021 B pieces
+    // so every boundary falls inside a CRLF pair or a code point somewhere.
+    const events: string[] = [];
+    for (let i = 0; i < 3000; i++) events.push(`id: ${i}\r\ndata: ${'😀é'.repeat((i % 37) + 1)}x\r\n\r\n`);
+    const all = Buffer.from(events.join(''));
+    up.scripts.set('/utf', () => {
+      const steps: Step[] = [];
+      for (let i = 0; i < all.length; i += 1021) steps.push(all.subarray(i, i + 1021));
+      return steps;
+    });
+    const { line, body } = await pausedRun('/utf', 400);
+    expect(line.outcome).toBe('completed');
+    // The byte relay normalises line ends to LF (docs/gateway.md); every other byte is kept.
+    expect(Buffer.from(body).equals(Buffer.from(all.toString('utf8').replace(/\r\n/g, '\n')))).toBe(true);
+    expect(line.peakBufferedBytes as number).toBeLessThanOrEqual(MIN_BYTES_BUDGET);
+  });
+
+  it('twelve paused streams reading in the same ticks each stay within their own budget', async () => {
+    const event = `data: ${'c'.repeat(3000 - 8)}\n\n`;
+    const count = 700; // 2.1 MB each
+    up.scripts.set('/many', () => {
+      const steps: Step[] = [];
+      for (let k = 0; k < count; k += 20) steps.push(event.repeat(Math.min(20, count - k)));
+      return steps;
+    });
+    const before = logs.streams().length;
+    const many = await Promise.all(Array.from({ length: 12 }, () => RawClient.request(gw.port, '/many')));
+    clients.push(...many);
+    const gauge = await sampleBuffered(gw.url, 800);
+    for (const c of many) c.readAll();
+    for (const c of many) expect(await c.waitClosed(30_000)).toBe(true);
+    await waitFor(() => logs.streams().length >= before + 12, 5000);
+    const lines = logs.streams().slice(before) as Array<Record<string, unknown>>;
+    for (const l of lines) {
+      expect(l.outcome).toBe('completed');
+      expect(l.peakBufferedBytes as number).toBeLessThanOrEqual(40 * KIB);
+    }
+    for (const c of many) expect(c.body() === event.repeat(count)).toBe(true);
+    expect(gauge).toBeLessThanOrEqual(12 * 40 * KIB);
+  });
+});
