@@ -22,7 +22,7 @@ describe('round 5: byte relay reads sized to the budget', () => {
 
   beforeAll(async () => {
     up = await scriptedUpstream();
-    const routes = [route('/gz', 64 * KIB), route('/min', MIN_BYTES_BUDGET), route('/utf', MIN_BYTES_BUDGET), route('/many', 40 * KIB), route('/b64', 64 * KIB)];
+    const routes = [route('/gz', 64 * KIB), route('/min', MIN_BYTES_BUDGET), route('/utf', MIN_BYTES_BUDGET), route('/many', 40 * KIB), route('/b64', 64 * KIB), route('/gz48', 48 * KIB)];
     ({ gw, logs } = await testGateway(up.url, routes, { heartbeatMs: 0 }));
   });
   afterEach(() => {
@@ -41,27 +41,41 @@ describe('round 5: byte relay reads sized to the budget', () => {
     client.readSome(1000);
     const gauge = await sampleBuffered(gw.url, pauseMs);
     client.readAll();
-    expect(await client.waitClosed(30_000)).toBe(true);
-    await waitFor(() => logs.streams().length > before, 5000);
-    return { line: logs.streams()[before] as Record<string, unknown>, gauge, body: client.body() };
+    expect(await client.waitClosed(15_000)).toBe(true);
+    // This route's line (an earlier test's stream may log late, when its client is destroyed).
+    const mine = (): Record<string, unknown> | undefined => (logs.streams().slice(before) as Array<Record<string, unknown>>).find((l) => l.route === path);
+    await waitFor(() => mine() !== undefined, 5000);
+    return { line: mine() as Record<string, unknown>, gauge, body: client.body() };
   }
 
-  it('a gzip-encoded upstream body (reads not sized) stays within the budget while paused and relays every byte', async () => {
+  // BUG (round 5): at 48 KiB the gzip stream hangs for good after ~16 KB (client reading, bridge
+  // empty, 15 frames requested, reader holding ~22 KB, no error, no end). Cause: ReadGate.poke
+  // (relay.ts, "The bridge's bytes leave without a read: wait for them") returns while the
+  // bridge holds bytes, counting on the bridge to poke again; but the bridge calls onWritable
+  // only after an element, a flush or 'drain', and bytes leaving res.writableLength after a
+  // write() that returned true (no 'drain') call nothing. With unsized reads (gzip, and TLS once
+  // readsSized() says so) room = 6 KiB − bridge bytes, so any frame > 5 KiB still in the socket's
+  // buffer at the poke parks the stream. Fix: re-poke from the write's callback (or on the
+  // socket's next write completion) while the gate holds a request.
+  it.each([
+    ['/gz', 64 * KIB],
+    ['/gz48', 48 * KIB],
+  ])('a gzip-encoded upstream body (reads not sized) on %s completes, never hangs, within the budget while paused, every byte relayed', async (path, budget) => {
     const event = `data: ${'z'.repeat(992)}\n\n`;
     const plain = event.repeat(8 * 1024); // 8 MiB that gzip shrinks to a few KiB
     const gz = zlib.gzipSync(plain);
-    up.scripts.set('/gz', (_req: http.IncomingMessage, res: http.ServerResponse) => {
+    up.scripts.set(path, (_req: http.IncomingMessage, res: http.ServerResponse) => {
       res.writeHead(200, { 'content-type': 'text/event-stream', 'content-encoding': 'gzip' });
       const steps: Step[] = [];
       for (let i = 0; i < gz.length; i += 512) steps.push(gz.subarray(i, i + 512));
       return steps;
     });
-    const { line, gauge, body } = await pausedRun('/gz');
+    const { line, gauge, body } = await pausedRun(path);
     expect(line.outcome).toBe('completed');
     expect(body.length).toBe(plain.length);
     expect(body === plain).toBe(true);
-    expect(gauge).toBeLessThanOrEqual(64 * KIB);
-    expect(line.peakBufferedBytes as number).toBeLessThanOrEqual(64 * KIB);
+    expect(gauge).toBeLessThanOrEqual(budget);
+    expect(line.peakBufferedBytes as number).toBeLessThanOrEqual(budget);
   });
 
   // BUG (round 5): events up to the admitted size (budget − 16 KiB − 6 KiB: 8192 B here, 43008 B
@@ -135,7 +149,8 @@ describe('round 5: byte relay reads sized to the budget', () => {
     for (const c of many) c.readAll();
     for (const c of many) expect(await c.waitClosed(30_000)).toBe(true);
     await waitFor(() => logs.streams().length >= before + 12, 5000);
-    const lines = logs.streams().slice(before) as Array<Record<string, unknown>>;
+    await waitFor(() => logs.streams().slice(before).filter((l) => (l as Record<string, unknown>).route === '/many').length >= 12, 5000);
+    const lines = (logs.streams().slice(before) as Array<Record<string, unknown>>).filter((l) => l.route === '/many');
     for (const l of lines) {
       expect(l.outcome).toBe('completed');
       expect(l.peakBufferedBytes as number).toBeLessThanOrEqual(40 * KIB);
