@@ -62,8 +62,11 @@ class ReadableSubscription<T> implements Subscription {
     if (this.finished) return;
     if (this.demand > 0 && this.parked.length === 0) {
       if (this.demand !== Infinity) this.demand--;
-      if (this.demand === 0) this.readable.pause();
       this.actual.onNext(chunk);
+      // Paused only if the subscriber did not ask again while handling the chunk (it usually
+      // does, synchronously): no pause()/resume() and resume tick per chunk. A chunk the stream
+      // emits meanwhile without demand is parked below.
+      if (this.demand === 0 && !this.finished) this.readable.pause();
     } else {
       this.park(chunk);
       this.readable.pause();
