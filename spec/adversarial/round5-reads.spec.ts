@@ -22,7 +22,7 @@ describe('round 5: byte relay reads sized to the budget', () => {
 
   beforeAll(async () => {
     up = await scriptedUpstream();
-    const routes = [route('/gz', 64 * KIB), route('/min', MIN_BYTES_BUDGET), route('/utf', MIN_BYTES_BUDGET), route('/many', 40 * KIB), route('/b64', 64 * KIB), route('/gz48', 48 * KIB)];
+    const routes = [route('/gz', 64 * KIB), route('/min', MIN_BYTES_BUDGET), route('/utf', MIN_BYTES_BUDGET), route('/many', 40 * KIB), route('/b64', 64 * KIB), route('/gz48', 48 * KIB), route('/mixed', 64 * KIB), route('/jerky', 64 * KIB)];
     ({ gw, logs } = await testGateway(up.url, routes, { heartbeatMs: 0 }));
   });
   afterEach(() => {
@@ -157,5 +157,36 @@ describe('round 5: byte relay reads sized to the budget', () => {
     }
     for (const c of many) expect(c.body() === event.repeat(count)).toBe(true);
     expect(gauge).toBeLessThanOrEqual(12 * 40 * KIB);
+  });
+
+  it('identity body, small events then one near the event cap (64 KiB budget): a paused stream completes, never hangs, exact bytes', async () => {
+    const small = `data: ${'s'.repeat(3000 - 8)}\n\n`;
+    const big = `data: ${'B'.repeat(40_000 - 8)}\n\n`;
+    const unit = small.repeat(5) + big; // 55 KB
+    const units = 120; // 6.6 MB
+    up.scripts.set('/mixed', () => Array.from({ length: units }, () => unit));
+    const { line, gauge, body } = await pausedRun('/mixed');
+    expect(line.outcome).toBe('completed');
+    expect(body === unit.repeat(units)).toBe(true);
+    expect(gauge).toBeLessThanOrEqual(64 * KIB);
+    expect(line.peakBufferedBytes as number).toBeLessThanOrEqual(64 * KIB);
+  });
+
+  it('a client reading in small bursts every 5 ms (rapid pause/resume), mixed event sizes: completes, never hangs, exact bytes, within the budget', async () => {
+    const unit = `data: ${'s'.repeat(2992)}\n\n`.repeat(5) + `data: ${'B'.repeat(30_000 - 8)}\n\n`; // 45 KB
+    const units = 30; // 1.35 MB
+    up.scripts.set('/jerky', () => Array.from({ length: units }, () => unit));
+    const before = logs.streams().length;
+    const client = await RawClient.request(gw.port, '/jerky');
+    clients.push(client);
+    client.readAtRate(1_500_000, 5);
+    expect(await client.waitClosed(15_000)).toBe(true);
+    client.stopReading();
+    client.readSome();
+    await waitFor(() => logs.streams().slice(before).some((l) => (l as Record<string, unknown>).route === '/jerky'), 5000);
+    const line = (logs.streams().slice(before) as Array<Record<string, unknown>>).find((l) => l.route === '/jerky') as Record<string, unknown>;
+    expect(line.outcome).toBe('completed');
+    expect(client.body() === unit.repeat(units)).toBe(true);
+    expect(line.peakBufferedBytes as number).toBeLessThanOrEqual(64 * KIB);
   });
 });
