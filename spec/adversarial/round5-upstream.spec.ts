@@ -1,0 +1,115 @@
+/**
+ * Round 5: upstream shapes around the byte relay's sized reads: a redirected upstream (whose
+ * final request the agent hook never sees) and a body whose chunked framing breaks mid-stream.
+ */
+import type http from 'node:http';
+import type net from 'node:net';
+import type { Readable, Writable } from 'node:stream';
+import { openUpstreamStream, upstreamAgent } from '../../src/upstream/request';
+import type { RunningGateway } from '../../src/gateway/server';
+import type { CaptureTransport } from '../gateway/helpers';
+import { RawClient, sleep, waitFor } from '../helpers/net';
+import { sampleBuffered, scriptedUpstream, SSE_HEAD, testGateway, type ScriptedUpstream, type Step } from './round3-harness';
+
+const KIB = 1024;
+const EVENT = `data: ${'r'.repeat(1000 - 8)}\n\n`;
+
+describe('round 5: upstream shapes under the byte relay', () => {
+  let up: ScriptedUpstream;
+  let gw: RunningGateway;
+  let logs: CaptureTransport;
+  const clients: RawClient[] = [];
+  const route = (path: string, budget: number): Record<string, unknown> => ({ path, provider: 'passthrough', url: `${up.url}${path}`, policy: { maxBufferedBytes: budget, overflow: 'pause', stallTimeoutMs: 0 } });
+
+  beforeAll(async () => {
+    up = await scriptedUpstream();
+    ({ gw, logs } = await testGateway(up.url, [route('/redir', 64 * KIB), route('/badchunk', 64 * KIB)], { heartbeatMs: 0 }));
+    up.scripts.set('/redir', (_req: http.IncomingMessage, res: http.ServerResponse) => {
+      res.writeHead(307, { location: '/target' }).end();
+    });
+    up.scripts.set('/target', () => {
+      const steps: Step[] = [];
+      for (let k = 0; k < 8000; k += 10) steps.push(EVENT.repeat(10));
+      return steps;
+    });
+  });
+  afterEach(() => {
+    for (const c of clients.splice(0)) c.destroy();
+  });
+  afterAll(async () => {
+    await gw.close();
+    await up.close();
+  });
+
+  async function lineOf(path: string, before: number): Promise<Record<string, unknown>> {
+    const mine = (): Record<string, unknown> | undefined => (logs.streams().slice(before) as Array<Record<string, unknown>>).find((l) => l.route === path);
+    await waitFor(() => mine() !== undefined, 5000);
+    return mine() as Record<string, unknown>;
+  }
+
+  // BUG (round 5, at 95e59a4; shown by the next spec): the tidegate_buffered_bytes gauge was once
+  // seen at 72867 against 65536 here (not every run: the logged peak is sampled), and that count
+  // misses the reader's IncomingMessage (~9 KB). An unasked reader held 52744 B, over the
+  // ReadGate's UNSIZED_READER_BYTES (36 KiB). Cause: node-fetch
+  // follows the redirect with a ClientRequest of its own that the agent hook (request.ts
+  // hooked()/attach()) never sees: `incoming` stays undefined, so bodyIsResponse() is not applied
+  // (the body is node-fetch's PassThrough, 16 KiB on each side), kReadCall is not set (unsized
+  // 16 KiB reads), bufferedBytes() omits the IncomingMessage and its socket, and the ReadGate's
+  // UNSIZED_READER_BYTES (36 KiB) does not cover PassThrough + IncomingMessage + one read.
+  // Fix: attach every request the agent sees while a call is in flight (e.g. keep the call on
+  // the request's options/headers, or pass `redirect: 'manual'` and refuse a 3xx as an
+  // UpstreamHttpError), and count the PassThrough's sides if it stays.
+  it('a redirected upstream (307): paused streams complete within the budget with every byte', async () => {
+    const before = logs.streams().length;
+    const many = await Promise.all(Array.from({ length: 4 }, () => RawClient.request(gw.port, '/redir')));
+    clients.push(...many);
+    for (const c of many) c.readSome(1000);
+    await sampleBuffered(gw.url, 800);
+    for (const c of many) c.readAll();
+    for (const c of many) expect(await c.waitClosed(15_000)).toBe(true);
+    await waitFor(() => logs.streams().slice(before).filter((l) => (l as Record<string, unknown>).route === '/redir').length >= 4, 5000);
+    const lines = (logs.streams().slice(before) as Array<Record<string, unknown>>).filter((l) => l.route === '/redir');
+    for (const c of many) expect(c.body() === EVENT.repeat(8000)).toBe(true);
+    for (const l of lines) expect(l).toMatchObject({ outcome: 'completed' });
+    expect(Math.max(...lines.map((l) => l.peakBufferedBytes as number))).toBeLessThanOrEqual(64 * KIB);
+  });
+
+  it('bufferedBytes() of a redirected upstream counts every byte read into userland (the IncomingMessage and its socket too)', async () => {
+    const url = `${up.url}/redir`;
+    const stream = await openUpstreamStream({ url, method: 'GET', readBytes: () => 64 * KIB });
+    try {
+      await sleep(300); // nobody asks: the reader fills its buffers and stops
+      const agent = upstreamAgent(new URL(url));
+      const sockets = Object.values(agent.sockets).flat() as Array<net.Socket & { _httpMessage?: http.ClientRequest & { res?: http.IncomingMessage } }>;
+      const res = sockets.map((s) => s._httpMessage?.res).find((r) => r !== undefined && r.statusCode === 200) as http.IncomingMessage;
+      expect(res).toBeDefined();
+      const body = stream.response.body as unknown as Readable & Partial<Writable>;
+      const held = (res.socket?.readableLength ?? 0) + (body === (res as Readable) ? 0 : res.readableLength) + body.readableLength + (body.writableLength ?? 0);
+      expect(held).toBeGreaterThan(0);
+      expect(stream.bufferedBytes()).toBe(held);
+    } finally {
+      stream.body.subscribeWithDemand({ error: () => undefined }).cancel();
+    }
+  });
+
+  it('a chunked body whose framing breaks mid-event: the complete events, then an error; logged upstream_reset, never hangs', async () => {
+    up.scripts.set('/badchunk', (_req: http.IncomingMessage, res: http.ServerResponse) => {
+      res.writeHead(200, { ...SSE_HEAD, 'transfer-encoding': 'chunked' });
+      res.flushHeaders();
+      // Raw chunked framing: two good chunks (the second ends mid-event), then a bad chunk size line.
+      const good = EVENT.repeat(40) + EVENT.slice(0, 500);
+      const body = `${Buffer.byteLength(good).toString(16)}\r\n${good}\r\nzz\r\nxx\r\n`;
+      setTimeout(() => res.socket?.write(body), 20);
+    });
+    const before = logs.streams().length;
+    const client = await RawClient.request(gw.port, '/badchunk');
+    clients.push(client);
+    client.readAll();
+    expect(await client.waitClosed(5000)).toBe(true);
+    const line = await lineOf('/badchunk', before);
+    expect(line.outcome).toBe('upstream_reset');
+    const body = client.body();
+    expect(body.startsWith(EVENT.repeat(40))).toBe(true);
+    expect(body.slice(EVENT.length * 40)).toMatch(/^event: error\n/);
+  });
+});
