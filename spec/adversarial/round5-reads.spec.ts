@@ -22,7 +22,7 @@ describe('round 5: byte relay reads sized to the budget', () => {
 
   beforeAll(async () => {
     up = await scriptedUpstream();
-    const routes = [route('/gz', 64 * KIB), route('/min', MIN_BYTES_BUDGET), route('/utf', MIN_BYTES_BUDGET), route('/many', 40 * KIB), route('/b64', 64 * KIB), route('/gz48', 48 * KIB), route('/mixed', 64 * KIB), route('/jerky', 64 * KIB)];
+    const routes = [route('/gz', 64 * KIB), route('/min', MIN_BYTES_BUDGET), route('/utf', MIN_BYTES_BUDGET), route('/many', 40 * KIB), route('/b64', 64 * KIB), route('/gz48', 48 * KIB), route('/gzmin', MIN_BYTES_BUDGET), route('/mixed', 64 * KIB), route('/jerky', 64 * KIB)];
     ({ gw, logs } = await testGateway(up.url, routes, { heartbeatMs: 0 }));
   });
   afterEach(() => {
@@ -57,9 +57,21 @@ describe('round 5: byte relay reads sized to the budget', () => {
   // readsSized() says so) room = 6 KiB − bridge bytes, so any frame > 5 KiB still in the socket's
   // buffer at the poke parks the stream. Fix: re-poke from the write's callback (or on the
   // socket's next write completion) while the gate holds a request.
+  // BUG (round 5, working tree after the fixes for the two bugs below): at the smallest
+  // byte-relay budget (30720) a gzip body ends the stream with ERR_TIDEGATE_OVERFLOW at its first
+  // frame ("exceeded by an element of 8000 bytes", 16 ms in, 136 B written, peak 22608), whatever
+  // the client does; https upstreams the same (round5-tls.spec.ts). Cause: byteRelayFrameBytes
+  // (relay.ts) turns the byte relay on by the room beside the socket's mark and READ_SLACK_BYTES
+  // only, but an unsized reader (zlib, TLS) takes up to UNSIZED_READER_BYTES (36 KiB) unasked:
+  // zlib's ~22 KB plus one frame exceed the budget and the bridge's onNext check overflows
+  // instead of waiting. Fix: require room for UNSIZED_READER_BYTES + a frame before relaying bytes
+  // from an unsized reader (https is known from the URL; content-encoding at the response, then
+  // fall back to events or cap maxEventBytes/maxFrameBytes to what is left), or let the byte relay's
+  // bridge hold an element that fits once the reader's bytes leave instead of overflowing.
   it.each([
     ['/gz', 64 * KIB],
     ['/gz48', 48 * KIB],
+    ['/gzmin', MIN_BYTES_BUDGET],
   ])('a gzip-encoded upstream body (reads not sized) on %s completes, never hangs, within the budget while paused, every byte relayed', async (path, budget) => {
     const event = `data: ${'z'.repeat(992)}\n\n`;
     const plain = event.repeat(8 * 1024); // 8 MiB that gzip shrinks to a few KiB

@@ -84,7 +84,8 @@ describe('round 5: https upstream and sized reads', () => {
     let logs: CaptureTransport;
     const clients: RawClient[] = [];
     beforeAll(async () => {
-      ({ gw, logs } = await testGateway(url, [{ path: '/tls', provider: 'passthrough', url: `${url}/sse`, policy: { maxBufferedBytes: 48 * 1024, overflow: 'pause', stallTimeoutMs: 0 } }], { heartbeatMs: 0 }));
+      const route = (path: string, budget: number): Record<string, unknown> => ({ path, provider: 'passthrough', url: `${url}/sse`, policy: { maxBufferedBytes: budget, overflow: 'pause', stallTimeoutMs: 0 } });
+      ({ gw, logs } = await testGateway(url, [route('/tls', 48 * 1024), route('/tls-min', 30 * 1024)], { heartbeatMs: 0 }));
     });
     afterEach(() => {
       for (const c of clients.splice(0)) c.destroy();
@@ -96,21 +97,26 @@ describe('round 5: https upstream and sized reads', () => {
     // BUG (round 5): ends with ERR_TIDEGATE_OVERFLOW (outcome overflow) although pause never
     // overflows: the gate treats the TLS reader as sized (readsSized() above) and keeps no room
     // for the unsized TLS reads. Checked: with readsSized() false for TLS the stream then hangs
-    // instead (the ReadGate wait described in round5-reads.spec.ts, gzip at 48 KiB).
-    it('a paused stream from an https upstream stays within maxBufferedBytes and relays every byte', async () => {
+    // instead (the ReadGate wait described in round5-reads.spec.ts, gzip at 48 KiB). At 30 KiB it
+    // still overflows at the first frame once both are fixed: see the /gzmin case there.
+    it.each([
+      ['/tls', 48 * 1024],
+      ['/tls-min', 30 * 1024],
+    ])('a paused stream from an https upstream (%s) stays within maxBufferedBytes and relays every byte', async (path, budget) => {
       const before = logs.streams().length;
-      const client = await RawClient.request(gw.port, '/tls');
+      const client = await RawClient.request(gw.port, path);
       clients.push(client);
       client.readSome(1000);
       const gauge = await sampleBuffered(gw.url, 800);
       client.readAll();
       expect(await client.waitClosed(15_000)).toBe(true);
-      await waitFor(() => logs.streams().length > before, 5000);
-      const line = logs.streams()[before] as Record<string, unknown>;
+      const mine = (): Record<string, unknown> | undefined => (logs.streams().slice(before) as Array<Record<string, unknown>>).find((l) => l.route === path);
+      await waitFor(() => mine() !== undefined, 5000);
+      const line = mine() as Record<string, unknown>;
       expect(line.outcome).toBe('completed');
       expect(client.body() === EVENT.repeat(COUNT)).toBe(true);
-      expect(gauge).toBeLessThanOrEqual(48 * 1024);
-      expect(line.peakBufferedBytes as number).toBeLessThanOrEqual(48 * 1024);
+      expect(gauge).toBeLessThanOrEqual(budget);
+      expect(line.peakBufferedBytes as number).toBeLessThanOrEqual(budget);
     });
   });
 });
