@@ -22,7 +22,7 @@ describe('round 5: byte relay reads sized to the budget', () => {
 
   beforeAll(async () => {
     up = await scriptedUpstream();
-    const routes = [route('/gz', 64 * KIB), route('/min', MIN_BYTES_BUDGET), route('/utf', MIN_BYTES_BUDGET), route('/many', 40 * KIB), route('/b64', 64 * KIB), route('/gz48', 48 * KIB), route('/gzmin', MIN_BYTES_BUDGET), route('/mixed', 64 * KIB), route('/jerky', 64 * KIB)];
+    const routes = [route('/gz', 64 * KIB), route('/min', MIN_BYTES_BUDGET), route('/utf', MIN_BYTES_BUDGET), route('/many', 40 * KIB), route('/b64', 64 * KIB), route('/gz48', 48 * KIB), route('/gzmin', MIN_BYTES_BUDGET), route('/mixed', 64 * KIB), route('/jerky', 64 * KIB), route('/huge', 64 * KIB), route('/huge-min', MIN_BYTES_BUDGET)];
     ({ gw, logs } = await testGateway(up.url, routes, { heartbeatMs: 0 }));
   });
   afterEach(() => {
@@ -200,5 +200,19 @@ describe('round 5: byte relay reads sized to the budget', () => {
     expect(line.outcome).toBe('completed');
     expect(client.body() === unit.repeat(units)).toBe(true);
     expect(line.peakBufferedBytes as number).toBeLessThanOrEqual(64 * KIB);
+  });
+
+  it.each([
+    ['/huge', 64 * KIB, 200_000],
+    ['/huge-min', MIN_BYTES_BUDGET, 12_000],
+  ])('%s: an event over the admitted size is refused as it arrives (ERR_TIDEGATE_SSE_LIMIT after the whole events before it), within the budget, never hangs', async (path, budget, hugeBytes) => {
+    const small = `data: ${'s'.repeat(992)}\n\n`;
+    const huge = `data: ${'H'.repeat(hugeBytes - 8)}\n\n`;
+    up.scripts.set(path, () => [small.repeat(5), huge.slice(0, 5000), 20, huge.slice(5000), small.repeat(5)]);
+    const { line, body } = await pausedRun(path, 300);
+    expect(line).toMatchObject({ outcome: 'upstream_error', errorCode: 'ERR_TIDEGATE_SSE_LIMIT' });
+    expect(body.startsWith(small.repeat(5))).toBe(true);
+    expect(body.slice(small.length * 5)).toMatch(/^event: error\n/);
+    expect(line.peakBufferedBytes as number).toBeLessThanOrEqual(budget);
   });
 });
