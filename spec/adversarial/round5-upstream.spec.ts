@@ -23,7 +23,7 @@ describe('round 5: upstream shapes under the byte relay', () => {
 
   beforeAll(async () => {
     up = await scriptedUpstream();
-    ({ gw, logs } = await testGateway(up.url, [route('/redir', 64 * KIB), route('/badchunk', 64 * KIB)], { heartbeatMs: 0 }));
+    ({ gw, logs } = await testGateway(up.url, [route('/redir', 64 * KIB), route('/badchunk', 64 * KIB), route('/again', 30 * KIB), route('/reset-min', 30 * KIB)], { heartbeatMs: 0 }));
     up.scripts.set('/redir', (_req: http.IncomingMessage, res: http.ServerResponse) => {
       res.writeHead(307, { location: '/target' }).end();
     });
@@ -111,5 +111,41 @@ describe('round 5: upstream shapes under the byte relay', () => {
     const body = client.body();
     expect(body.startsWith(EVENT.repeat(40))).toBe(true);
     expect(body.slice(EVENT.length * 40)).toMatch(/^event: error\n/);
+  });
+
+  it('three paused streams one after another on one keep-alive upstream socket (30 KiB budget, 8191 B events): each completes within the budget', async () => {
+    const big = `data: ${'k'.repeat(8191 - 8)}\n\n`;
+    up.scripts.set('/again', () => Array.from({ length: 60 }, () => big.repeat(10)));
+    const accepted = up.accepted;
+    for (let i = 0; i < 3; i++) {
+      const before = logs.streams().length;
+      const client = await RawClient.request(gw.port, '/again');
+      clients.push(client);
+      client.readSome(1000);
+      await sleep(300);
+      client.readAll();
+      expect(await client.waitClosed(15_000)).toBe(true);
+      const line = await lineOf('/again', before);
+      expect(line.outcome).toBe('completed');
+      expect(client.body() === big.repeat(600)).toBe(true);
+      expect(line.peakBufferedBytes as number).toBeLessThanOrEqual(30 * KIB);
+      await sleep(20);
+    }
+    expect(up.accepted - accepted).toBeLessThanOrEqual(1); // the pooled socket is reused
+  });
+
+  it('an upstream reset mid-event at a 30 KiB budget with the client paused: the complete events, then an error; upstream_reset, never hangs', async () => {
+    up.scripts.set('/reset-min', () => [EVENT.repeat(300), EVENT.slice(0, 400), 20, { reset: true }]);
+    const before = logs.streams().length;
+    const client = await RawClient.request(gw.port, '/reset-min');
+    clients.push(client);
+    await sleep(300);
+    client.readAll();
+    expect(await client.waitClosed(5000)).toBe(true);
+    const line = await lineOf('/reset-min', before);
+    expect(line.outcome).toBe('upstream_reset');
+    const body = client.body();
+    expect(body.startsWith(EVENT.repeat(300))).toBe(true);
+    expect(body.slice(EVENT.length * 300)).toMatch(/^event: error\n/);
   });
 });
