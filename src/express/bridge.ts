@@ -443,15 +443,23 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
       this.batchBytes = 0;
       this.res.cork();
       written = true;
-      for (const chunk of batch) written = this.res.write(chunk) && written;
+      for (let i = 0; i < batch.length; i++) written = this.res.write(batch[i], i === batch.length - 1 ? this.afterWrite : undefined) && written;
       this.res.uncork();
-    } else written = this.res.write(this.takeBatch() as Chunk);
+    } else written = this.res.write(this.takeBatch() as Chunk, this.afterWrite);
     if (!written) {
       this.socketFull = true;
       this.armStall();
     }
     this.budget.observe();
     this.request();
+  };
+
+  /**
+   * A flushed batch reached the kernel: its bytes left `res.writableLength` (and the budget)
+   * without a `'drain'` when `write()` had returned true; whoever waits for room hears it.
+   */
+  private readonly afterWrite = (): void => {
+    if (!this.finished && this.options.onWritable !== undefined) this.request();
   };
 
   private armHeartbeat(ms: number): void {

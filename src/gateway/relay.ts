@@ -177,6 +177,7 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
     /** Byte relay: re-checks an upstream read held for want of room. */
     let gate: ReadGate | undefined;
     let handle: StreamHandle | undefined;
+    let readerCounted = false;
     if (route.resumable && route.provider === 'passthrough') {
       // Resumable routes read the upstream through connectSse: a dropped upstream is reconnected
       // with Last-Event-ID (its own backoff), so these may reconnect after the first byte.
@@ -205,9 +206,10 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
       // The read's frames are written first (not at the end of the tick): a fast reader's kernel
       // takes them at once, so they do not count against the next read.
       if (frameBytes !== undefined) {
-        upstreamRequest.readBytes = () => {
+        upstreamRequest.readBytes = (unreadBytes) => {
           handle?.flush();
-          return budget.maxBytes - budget.used - READ_SLACK_BYTES;
+          // Until the budget counts the reader (once the call resolved), its bytes are added here.
+          return budget.maxBytes - budget.used - (readerCounted ? 0 : unreadBytes) - READ_SLACK_BYTES;
         };
       }
       // Only this call is retried: it ends at the upstream's status line, before the client saw a byte.
@@ -221,6 +223,7 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
         // The byte relay's budget counts every userland byte: what was read from the upstream but
         // not decoded yet, the frames waiting in sseFrames, and the bridge.
         budget.attachExternal(upstream.bufferedBytes);
+        readerCounted = true;
         const queued = { bytes: 0 };
         budget.attachExternal(() => queued.bytes);
         // An event that could not pass beside the socket's buffer and the reads' slack is refused
@@ -336,6 +339,8 @@ const MIN_RELAY_ROOM_BYTES = 8 * 1024;
  * The frame size of the byte relay for this stream, bytes, or `undefined` to relay events
  * (`relay: events`, a `limitRate`, a user policy or a resumable route: they count or see events;
  * or a budget under the socket's high-water mark + {@link READ_SLACK_BYTES} + 8 KiB, about 30 KiB).
+ * A compressed or TLS upstream (reads not sized) needs about 36 KiB more for what its reader
+ * takes unasked; below about 66 KiB such a paused stream may overflow.
  * The byte relay's upstream reads are sized to the budget's free room (see {@link ReadGate}), so
  * `pause` never overflows the budget, which counts every userland byte of the stream.
  */

@@ -1,6 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import type { Readable, Writable } from 'node:stream';
 import fetch, { type Response } from 'node-fetch';
 import { TidegateError, TimeoutError } from '../errors';
@@ -62,7 +63,7 @@ function nextReadBuffer(): Buffer {
   const call = socket?.[kReadCall];
   // A complete response's socket goes back to the pool: its next read is the next call's.
   if (call === undefined || !call.readsSized()) return defaultReadView;
-  const bytes = (call.request.readBytes as () => number)();
+  const bytes = (call.request.readBytes as (unreadBytes: number) => number)(call.bufferedBytes());
   if (bytes >= UPSTREAM_MAX_READ_BYTES) return sharedReadBuffer;
   return sharedReadBuffer.subarray(0, bytes > UPSTREAM_MIN_READ_BYTES ? bytes & ~1023 : UPSTREAM_MIN_READ_BYTES);
 }
@@ -142,12 +143,14 @@ export interface UpstreamRequest {
    */
   onRead?: () => void;
   /**
-   * Most bytes the next read of the body's socket may take, asked after each read (plain HTTP
-   * only; TLS sockets read as Node does). Clamped to 1–64 KiB (rounded down to whole KiB); default
-   * {@link UPSTREAM_READ_BYTES}. A byte relay passes its budget's free room, so reads are as large
-   * as the budget allows and never larger (the smallest read, 1 KiB, excepted).
+   * Most bytes the next read of the body's socket may take, asked after each read with the bytes
+   * the call holds unread ({@link UpstreamStream.bufferedBytes}, known before the call resolves);
+   * plain HTTP with an identity body only (TLS sockets read as Node does, zlib inflates unasked:
+   * see {@link UpstreamStream.readsSized}). Clamped to 1–64 KiB (rounded down to whole KiB);
+   * default {@link UPSTREAM_READ_BYTES}. A byte relay passes its budget's free room, so reads are
+   * as large as the budget allows and never larger (the smallest read, 1 KiB, excepted).
    */
-  readBytes?: () => number;
+  readBytes?: (unreadBytes: number) => number;
 }
 
 /** An upstream that answered 200 with an event stream, body not yet read. */
@@ -310,12 +313,21 @@ class UpstreamCall {
       });
     }
     req.once('response', (res: http.IncomingMessage) => {
-      // node-fetch follows a redirect with a request of its own (not seen here): keep only a final answer.
-      if (res.headers.location !== undefined && [301, 302, 303, 307, 308].includes(res.statusCode ?? 0)) return;
+      // node-fetch follows a redirect with a request of its own, sent from its 'response' listener
+      // (registered after this one, run synchronously next): the agent hands that one to this
+      // call too. Only a final answer is kept.
+      if (res.headers.location !== undefined && [301, 302, 303, 307, 308].includes(res.statusCode ?? 0)) {
+        sendingCall = this;
+        queueMicrotask(() => {
+          if (sendingCall === this) sendingCall = undefined;
+        });
+        return;
+      }
       this.incoming = res;
       bodyIsResponse(res);
       const socket = res.socket as ReadSized | null;
-      if (this.request.readBytes !== undefined && socket !== null) {
+      // TLS sockets do not read through `onread`: their reads are not sized.
+      if (this.request.readBytes !== undefined && socket !== null && !(socket as Partial<TLSSocket>).encrypted) {
         socket[kReadCall] = this;
         const off = (): void => {
           if (socket[kReadCall] === this) socket[kReadCall] = undefined;
