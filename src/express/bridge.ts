@@ -459,7 +459,7 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
    * without a `'drain'` when `write()` had returned true; whoever waits for room hears it.
    */
   private readonly afterWrite = (): void => {
-    if (!this.finished && this.options.onWritable !== undefined) this.request();
+    if (!this.finished && !this.socketFull) this.options.onWritable?.();
   };
 
   private armHeartbeat(ms: number): void {
