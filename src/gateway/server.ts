@@ -1,5 +1,6 @@
-import type { Server } from 'node:http';
+import http, { type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Express } from 'express';
 import { createSimulator, type Simulator } from '../simulator';
 import { createGatewayApp, type GatewayApp, type GatewayDeps } from './app';
 import type { GatewayConfig } from './config';
@@ -41,7 +42,7 @@ export async function startGateway(config: GatewayConfig, options: Omit<GatewayD
     logger.info('simulator started', { url: upstreamUrl });
   }
   const app = createGatewayApp(config, { ...options, logger, upstreamUrl });
-  const server = app.listen(config.port, config.host);
+  const server = http.createServer(expressServerOptions(app), app).listen(config.port, config.host);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
     server.once('error', reject);
@@ -67,4 +68,28 @@ export async function startGateway(config: GatewayConfig, options: Omit<GatewayD
       logger.info('gateway stopped');
     })());
   return { url, port, upstreamUrl, server, app, simulator, shutdown, close: () => shutdown(0) };
+}
+
+/**
+ * `http.createServer()` options whose requests and responses are born with the app's prototypes.
+ * Express otherwise re-parents every `req` and `res` with `Object.setPrototypeOf()`, and V8 then
+ * gives each of them a hidden class of its own (a map and a descriptor array, about 2 KB per
+ * request, held as long as the stream runs). Here `app.request` and `app.response` become the
+ * prototypes of two subclasses of Node's `IncomingMessage` and `ServerResponse` (same prototype
+ * chain, same own properties), whose instances share one hidden class with fast properties, and
+ * Express's `setPrototypeOf()` changes nothing. Call it once per app, before serving.
+ */
+export function expressServerOptions(app: Express): http.ServerOptions {
+  const adopt = <T extends object>(base: new (...args: never[]) => T, key: 'request' | 'response'): unknown => {
+    const Born = class extends (base as new (...args: never[]) => object) {};
+    const proto = app[key] as object;
+    Object.setPrototypeOf(Born.prototype, Object.getPrototypeOf(proto));
+    Object.defineProperties(Born.prototype, Object.getOwnPropertyDescriptors(proto));
+    (app as unknown as Record<string, unknown>)[key] = Born.prototype;
+    return Born;
+  };
+  return {
+    IncomingMessage: adopt(http.IncomingMessage, 'request') as typeof http.IncomingMessage,
+    ServerResponse: adopt(http.ServerResponse, 'response') as typeof http.ServerResponse,
+  };
 }
