@@ -254,9 +254,41 @@ export async function fetchUpstream(request: UpstreamRequest): Promise<UpstreamB
   }
 }
 
-/** One attempt: owns the AbortController, the connect and first-byte timers and the caller's signal listener. */
+/**
+ * The abort signal node-fetch watches for one call. node-fetch 2 uses only `aborted` and
+ * `add`/`removeEventListener('abort')` of a signal, and recognises one by its prototype's
+ * constructor name. A WHATWG `AbortController` with its `AbortSignal` costs about 1 KB of heap
+ * per call held for the whole stream (Node gives every `AbortSignal` a hidden class of its own);
+ * this costs under 100 bytes.
+ */
+const CallSignal = class AbortSignal {
+  aborted = false;
+  reason: unknown = undefined;
+  private listeners: (() => void)[] | undefined;
+
+  addEventListener(type: string, listener: () => void): void {
+    if (type === 'abort') (this.listeners ??= []).push(listener);
+  }
+
+  removeEventListener(type: string, listener: () => void): void {
+    const i = this.listeners?.indexOf(listener) ?? -1;
+    if (i >= 0) this.listeners?.splice(i, 1);
+  }
+
+  /** Aborts once: `reason` (a `DOMException` `AbortError` when undefined), then the listeners. */
+  abort(reason: unknown): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = reason === undefined ? new DOMException('This operation was aborted', 'AbortError') : reason;
+    const listeners = this.listeners ?? [];
+    this.listeners = undefined;
+    for (const listener of listeners) listener();
+  }
+};
+
+/** One attempt: owns the abort signal node-fetch watches, the connect and first-byte timers and the caller's signal listener. */
 class UpstreamCall {
-  readonly controller = new AbortController();
+  readonly signal = new CallSignal();
   /** Bytes the body source parked (see `fromReadable`'s `parked`). */
   readonly parked = { bytes: 0 };
   /** The response body stream (the `IncomingMessage` itself, unless compressed). */
@@ -282,9 +314,8 @@ class UpstreamCall {
   private readonly onAbort = (): void => this.abort(this.request.signal?.reason);
 
   abort(reason: unknown): void {
-    if (this.controller.signal.aborted) return;
-    if (reason === undefined) this.controller.abort();
-    else this.controller.abort(reason);
+    if (this.signal.aborted) return;
+    this.signal.abort(reason);
     // node-fetch only emits 'error' on the body; a body not yet subscribed (or a zlib body, which
     // the response's destruction does not reach) would otherwise never end for a later subscriber.
     if (this.body !== undefined && !this.body.destroyed) this.body.destroy();
@@ -305,7 +336,7 @@ class UpstreamCall {
           // We ask for identity (explicit header kept by node-fetch); an upstream that compresses
           // anyway is gunzipped with Z_SYNC_FLUSH rather than fed to the parser as gzip bytes.
           compress: true,
-          signal: this.controller.signal as never,
+          signal: this.signal as never,
         });
       } finally {
         sendingCall = undefined;
@@ -403,7 +434,7 @@ class UpstreamCall {
 
   /** Maps a fetch or body error to what callers see: our own abort reason, or a reset. */
   mapError(err: unknown): unknown {
-    if (this.controller.signal.aborted) return this.controller.signal.reason ?? err;
+    if (this.signal.aborted) return this.signal.reason ?? err;
     if (err instanceof TidegateError) return err;
     return new UpstreamResetError(`upstream connection failed: ${(err as Error).message}`, { cause: err });
   }
