@@ -87,6 +87,7 @@ function frameStep(adapter: ProviderAdapter): (frame: SseFrame) => Step {
       pos = end;
       if (parsed === undefined) continue;
       const event = decode(parsed);
+      parsed = undefined; // not held until the next frame that needs decoding (the last one may be the last of the stream)
       if (event.type === 'error') return { out: upTo(start), end: { error: event.error } };
       if (event.type === 'delta') delta = sawText = true;
       if ((event.type === 'delta' || event.type === 'usage') && event.usage !== undefined) usage = { ...usage, ...definedOnly(event.usage) };
