@@ -19,7 +19,12 @@ export class ArrayQueue<T> implements Iterable<T> {
     if (this.head >= this.items.length) return undefined;
     const value = this.items[this.head];
     this.items[this.head++] = undefined;
-    if (this.head >= 1024 && this.head * 2 >= this.items.length) {
+    if (this.head === this.items.length) {
+      // Empty: drop the emptied slots now (a queue that passed many elements would otherwise hold
+      // up to 2048 of them, 16 KB, until the compaction below).
+      this.items.length = 0;
+      this.head = 0;
+    } else if (this.head >= 1024 && this.head * 2 >= this.items.length) {
       this.items = this.items.slice(this.head);
       this.head = 0;
     }
