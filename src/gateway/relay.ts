@@ -209,7 +209,7 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
         upstreamRequest.readBytes = (unreadBytes) => {
           handle?.flush();
           // Until the budget counts the reader (once the call resolved), its bytes are added here.
-          return budget.maxBytes - budget.used - (readerCounted ? 0 : unreadBytes) - READ_SLACK_BYTES;
+          return budget.maxBytes - budget.used - (readerCounted ? 0 : unreadBytes) - readReserveBytes(budget, res);
         };
       }
       // Only this call is retried: it ends at the upstream's status line, before the client saw a byte.
@@ -231,7 +231,7 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
         const maxEventBytes = Math.min(route.policy.maxEventBytes, route.policy.maxBufferedBytes - res.writableHighWaterMark - READ_SLACK_BYTES);
         events = upstream.body
           .pipe(
-            operator<Buffer, Buffer>((actual, context) => (gate = new ReadGate(actual, context, budget, upstream, queued))),
+            operator<Buffer, Buffer>((actual, context) => (gate = new ReadGate(actual, context, budget, res, upstream, queued))),
             sseFrames({ maxEventBytes, maxFrameBytes: frameBytes, queued }),
             adaptFrames(adapter),
           );
@@ -330,6 +330,19 @@ const MAX_FRAME_BYTES = UPSTREAM_MAX_READ_BYTES;
  * `res.writableLength` counts HTTP chunk framing and heartbeats beyond the frames (1 KiB).
  */
 const READ_SLACK_BYTES = UPSTREAM_HIGH_WATER_MARK + UPSTREAM_MIN_READ_BYTES + 1024;
+
+/**
+ * Budget the read sizes and the read gate keep free, bytes: {@link READ_SLACK_BYTES}, plus an
+ * eighth of the budget (8 KiB of 64 KiB) while the client's socket holds unsent bytes (a reader
+ * not keeping up). The margin is empirical: with reads filling the budget to the slack, the S1
+ * benchmark's outside estimate of userland bytes per paused stream (bytes in − bytes out − kernel
+ * queues) came out 4–8 KiB above the budget's own count; with it, below the budget. A reader that
+ * keeps up (nothing unsent after the flush) reads up to the slack. Event sizes and the byte
+ * relay's threshold use the slack only.
+ */
+function readReserveBytes(budget: ByteBudget, res: Response): number {
+  return READ_SLACK_BYTES + (res.writableLength > 0 ? budget.maxBytes >> 3 : 0);
+}
 /** What an upstream reader whose reads are not sized may take unasked: its high-water mark, one 16 KiB read, one 16 KiB zlib chunk. */
 const UNSIZED_READER_BYTES = UPSTREAM_HIGH_WATER_MARK + 2 * UPSTREAM_READ_BYTES;
 /** Below this room beside the socket's buffer and the slack, the byte relay gains little: events are relayed one by one. */
@@ -365,6 +378,7 @@ class ReadGate extends OperatorSubscriber<Buffer, Buffer> {
     actual: Subscriber<Buffer>,
     context: FlowContext,
     private readonly budget: ByteBudget,
+    private readonly res: Response,
     private readonly reader: UpstreamStream,
     /** The bytes `sseFrames` holds (its queue, empty when it asks, and the incomplete event). */
     private readonly queued: { bytes: number },
@@ -386,7 +400,7 @@ class ReadGate extends OperatorSubscriber<Buffer, Buffer> {
     if (this.held === 0 || this.done || this.cancelled) return;
     const { budget, reader } = this;
     const readerBytes = reader.bufferedBytes();
-    let room = budget.maxBytes - budget.used - READ_SLACK_BYTES;
+    let room = budget.maxBytes - budget.used - readReserveBytes(budget, this.res);
     // Reads not sized to the room (zlib inflating, TLS): keep what the reader may still take unasked free.
     const sized = reader.readsSized();
     if (!sized) room -= Math.max(0, UNSIZED_READER_BYTES - readerBytes - this.queued.bytes);
