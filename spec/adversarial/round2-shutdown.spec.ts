@@ -59,6 +59,15 @@ describe('round2 adversarial: overflow terminate + many stalled streams + shutdo
       s.pause(); // a client that never reads
       sockets.push(s);
     }
+    // Every connection must have become a stream (active, or already ended) before the shutdown:
+    // on a busy machine the last requests may still be unparsed when the first stream overflows.
+    const startedBy = Date.now() + 5000;
+    for (;;) {
+      const m = parsePrometheus(await gw.app.gateway.metrics.registry.metrics());
+      const endedSoFar = [...m].filter(([k]) => k.startsWith('tidegate_streams_total')).reduce((a, [, v]) => a + v, 0);
+      if (gw.app.gateway.activeStreams + endedSoFar >= STREAMS || Date.now() > startedBy) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
     // Let some streams overflow (terminate) while others are still filling kernel buffers.
     const deadline = Date.now() + 3000;
     while (Date.now() < deadline && gw.app.gateway.metrics.overflowTerminations.get !== undefined) {
