@@ -1,6 +1,7 @@
 import { filter, map, take } from 'rxjs';
 import { PassThrough } from 'node:stream';
 import { createFlow, fromIterable, fromReadable, Flow } from '../../src/flow';
+import { limitRate, limitRequest, onBackpressureBuffer } from '../../src';
 
 describe('Flow core', () => {
   it('emits nothing before the first request and never more than requested', () => {
@@ -53,6 +54,24 @@ describe('Flow core', () => {
     );
     out.subscribeWithDemand({ next: (v) => seen.push(v) }).request(3);
     expect(seen).toEqual([0, 20, 40]);
+  });
+
+  it('types a chain of nine operators, Flow and lifted RxJS mixed, end to end', () => {
+    const seen: number[] = [];
+    // Typed overloads go up to nine operators (as RxJS's do); beyond that the result is Flow<unknown>.
+    const out: Flow<number> = fromIterable([1, 2, 3, 4, 5, 6]).pipe(
+      filter((x: number) => x % 2 === 0),
+      map((x: number) => x * 10),
+      limitRate(4),
+      onBackpressureBuffer(),
+      map((x: number) => String(x)),
+      limitRequest(2),
+      map((s: string) => s.length),
+      limitRate(1),
+      filter((n: number) => n > 0),
+    );
+    out.subscribeWithDemand({ next: (v) => seen.push(v) }).request(10);
+    expect(seen).toEqual([2, 2]);
   });
 
   it('a lifted take completes and cancels upstream', () => {

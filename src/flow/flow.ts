@@ -109,6 +109,36 @@ export class Flow<T> extends Observable<T> {
     op5: FlowOperator<D, E>,
     op6: FlowOperator<E, F>,
   ): Flow<F>;
+  override pipe<A, B, C, D, E, F, G>(
+    op1: FlowOperator<T, A>,
+    op2: FlowOperator<A, B>,
+    op3: FlowOperator<B, C>,
+    op4: FlowOperator<C, D>,
+    op5: FlowOperator<D, E>,
+    op6: FlowOperator<E, F>,
+    op7: FlowOperator<F, G>,
+  ): Flow<G>;
+  override pipe<A, B, C, D, E, F, G, H>(
+    op1: FlowOperator<T, A>,
+    op2: FlowOperator<A, B>,
+    op3: FlowOperator<B, C>,
+    op4: FlowOperator<C, D>,
+    op5: FlowOperator<D, E>,
+    op6: FlowOperator<E, F>,
+    op7: FlowOperator<F, G>,
+    op8: FlowOperator<G, H>,
+  ): Flow<H>;
+  override pipe<A, B, C, D, E, F, G, H, I>(
+    op1: FlowOperator<T, A>,
+    op2: FlowOperator<A, B>,
+    op3: FlowOperator<B, C>,
+    op4: FlowOperator<C, D>,
+    op5: FlowOperator<D, E>,
+    op6: FlowOperator<E, F>,
+    op7: FlowOperator<F, G>,
+    op8: FlowOperator<G, H>,
+    op9: FlowOperator<H, I>,
+  ): Flow<I>;
   override pipe<A>(op1: FlowPipeable<T, A>): Flow<A>;
   override pipe<A, B>(op1: FlowPipeable<T, A>, op2: FlowPipeable<A, B>): Flow<B>;
   override pipe<A, B, C>(op1: FlowPipeable<T, A>, op2: FlowPipeable<A, B>, op3: FlowPipeable<B, C>): Flow<C>;
@@ -133,6 +163,36 @@ export class Flow<T> extends Observable<T> {
     op5: FlowPipeable<D, E>,
     op6: FlowPipeable<E, F>,
   ): Flow<F>;
+  override pipe<A, B, C, D, E, F, G>(
+    op1: FlowPipeable<T, A>,
+    op2: FlowPipeable<A, B>,
+    op3: FlowPipeable<B, C>,
+    op4: FlowPipeable<C, D>,
+    op5: FlowPipeable<D, E>,
+    op6: FlowPipeable<E, F>,
+    op7: FlowPipeable<F, G>,
+  ): Flow<G>;
+  override pipe<A, B, C, D, E, F, G, H>(
+    op1: FlowPipeable<T, A>,
+    op2: FlowPipeable<A, B>,
+    op3: FlowPipeable<B, C>,
+    op4: FlowPipeable<C, D>,
+    op5: FlowPipeable<D, E>,
+    op6: FlowPipeable<E, F>,
+    op7: FlowPipeable<F, G>,
+    op8: FlowPipeable<G, H>,
+  ): Flow<H>;
+  override pipe<A, B, C, D, E, F, G, H, I>(
+    op1: FlowPipeable<T, A>,
+    op2: FlowPipeable<A, B>,
+    op3: FlowPipeable<B, C>,
+    op4: FlowPipeable<C, D>,
+    op5: FlowPipeable<D, E>,
+    op6: FlowPipeable<E, F>,
+    op7: FlowPipeable<F, G>,
+    op8: FlowPipeable<G, H>,
+    op9: FlowPipeable<H, I>,
+  ): Flow<I>;
   override pipe(...ops: FlowPipeable<unknown, unknown>[]): Flow<unknown>;
   override pipe(...ops: ((source: never) => unknown)[]): Flow<unknown> {
     let current: Flow<unknown> = this as Flow<unknown>;
