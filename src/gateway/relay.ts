@@ -84,11 +84,11 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
   const streamId = randomUUID();
   const arrivedAt = performance.now();
   const elapsed = (): number => round(performance.now() - arrivedAt);
-  // One controller for everything that ends a stream from the gateway's side: total timeout, shutdown.
-  const deadline = new AbortController();
+  // One controller for everything that ends a stream from the gateway's side (total timeout,
+  // shutdown) and for a client that leaves before the headers: the upstream call and the bridge
+  // both watch it (an AbortSignal with its listener is about 1 KB of heap per stream).
   const upstreamAbort = new AbortController();
   const abortAll = (reason: unknown): void => {
-    if (!deadline.signal.aborted) deadline.abort(reason);
     if (!upstreamAbort.signal.aborted) upstreamAbort.abort(reason);
   };
   const onShutdown = (): void => abortAll(options.shutdown.reason ?? new ShutdownError());
@@ -264,7 +264,7 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
       heartbeatMs: route.policy.heartbeatMs,
       formatError: (e) => adapter.formatError(e),
       sendHttpError: (r, e) => adapter.sendHttpError(r, e),
-      signal: deadline.signal,
+      signal: upstreamAbort.signal,
       headers: { 'X-Tidegate-Stream-Id': streamId },
     });
     let result: StreamResult;
