@@ -267,6 +267,8 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
       signal: upstreamAbort.signal,
       headers: { 'X-Tidegate-Stream-Id': streamId },
     });
+    // The bridge watches the client from here on (its headers are sent): one 'close' listener less per stream.
+    res.off('close', onClientClose);
     let result: StreamResult;
     try {
       result = await handle.done;
