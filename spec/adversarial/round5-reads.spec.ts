@@ -48,7 +48,7 @@ describe('round 5: byte relay reads sized to the budget', () => {
     return { line: mine() as Record<string, unknown>, gauge, body: client.body() };
   }
 
-  // BUG (round 5): at 48 KiB the gzip stream hangs for good after ~16 KB (client reading, bridge
+  // Was a bug, now fixed (round 5): at 48 KiB the gzip stream hangs for good after ~16 KB (client reading, bridge
   // empty, 15 frames requested, reader holding ~22 KB, no error, no end). Cause: ReadGate.poke
   // (relay.ts, "The bridge's bytes leave without a read: wait for them") returns while the
   // bridge holds bytes, counting on the bridge to poke again; but the bridge calls onWritable
@@ -57,7 +57,7 @@ describe('round 5: byte relay reads sized to the budget', () => {
   // readsSized() says so) room = 6 KiB − bridge bytes, so any frame > 5 KiB still in the socket's
   // buffer at the poke parks the stream. Fix: re-poke from the write's callback (or on the
   // socket's next write completion) while the gate holds a request.
-  // BUG (round 5, working tree after the fixes for the two bugs below): at the smallest
+  // Was a bug, now fixed (round 5, working tree after the fixes for the two bugs below): at the smallest
   // byte-relay budget (30720) a gzip body ends the stream with ERR_TIDEGATE_OVERFLOW at its first
   // frame ("exceeded by an element of 8000 bytes", 16 ms in, 136 B written, peak 22608), whatever
   // the client does; https upstreams the same (round5-tls.spec.ts). Cause: byteRelayFrameBytes
@@ -90,7 +90,7 @@ describe('round 5: byte relay reads sized to the budget', () => {
     expect(line.peakBufferedBytes as number).toBeLessThanOrEqual(budget);
   });
 
-  // BUG (round 5): events up to the admitted size (budget − 16 KiB − 6 KiB: 8192 B here, 43008 B
+  // Was a bug, now fixed (round 5): events up to the admitted size (budget − 16 KiB − 6 KiB: 8192 B here, 43008 B
   // at 64 KiB) end a paused stream with ERR_TIDEGATE_OVERFLOW ("exceeded by an element of 8191
   // bytes") after one event, and userland holds more than the budget (16188 + 24576 B read
   // against 30720) while the logged peakBufferedBytes says 16196. Cause: the read after the one

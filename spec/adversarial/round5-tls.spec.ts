@@ -63,7 +63,7 @@ describe('round 5: https upstream and sized reads', () => {
     await new Promise((r) => server.close(r));
   });
 
-  // BUG (round 5): readsSized() is true for an https body although TLS reads are not sized
+  // Was a bug, now fixed (round 5): readsSized() is true for an https body although TLS reads are not sized
   // (UpstreamRequest.readBytes: "plain HTTP only; TLS sockets read as Node does";
   // UpstreamStream.readsSized: false when "a TLS socket reads as Node does"). Cause:
   // request.ts attach() sets socket[kReadCall] on the TLSSocket too and readsSized() only checks
@@ -94,7 +94,7 @@ describe('round 5: https upstream and sized reads', () => {
       await gw.close();
     });
 
-    // BUG (round 5): ends with ERR_TIDEGATE_OVERFLOW (outcome overflow) although pause never
+    // Was a bug, now fixed (round 5): ends with ERR_TIDEGATE_OVERFLOW (outcome overflow) although pause never
     // overflows: the gate treats the TLS reader as sized (readsSized() above) and keeps no room
     // for the unsized TLS reads. Checked: with readsSized() false for TLS the stream then hangs
     // instead (the ReadGate wait described in round5-reads.spec.ts, gzip at 48 KiB). At 30 KiB it

@@ -47,7 +47,7 @@ describe('round 5: upstream shapes under the byte relay', () => {
     return mine() as Record<string, unknown>;
   }
 
-  // BUG (round 5, at 95e59a4; shown by the next spec): the tidegate_buffered_bytes gauge was once
+  // Was a bug, now fixed (round 5, at 95e59a4; shown by the next spec): the tidegate_buffered_bytes gauge was once
   // seen at 72867 against 65536 here (not every run: the logged peak is sampled), and that count
   // misses the reader's IncomingMessage (~9 KB). An unasked reader held 52744 B, over the
   // ReadGate's UNSIZED_READER_BYTES (36 KiB). Cause: node-fetch

@@ -169,7 +169,7 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
     }
 
     const budget = new ByteBudget(route.policy.maxBufferedBytes);
-    const frameBytes = byteRelayFrameBytes(route, res, options.policy !== undefined);
+    let frameBytes = byteRelayFrameBytes(route, res, options.policy !== undefined);
     // Byte relay: the peak also counts what the upstream reader takes in while nobody asks.
     if (frameBytes !== undefined) upstreamRequest.onRead = () => void budget.observe();
     let events: Flow<GatewayEvent>;
@@ -178,6 +178,8 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
     let gate: ReadGate | undefined;
     let handle: StreamHandle | undefined;
     let readerCounted = false;
+    /** Set when a small byte-relay budget meets an unsized reader: the event relay with demand in bytes, events up to this size. */
+    let smallEventBytes: number | undefined;
     if (route.resumable && route.provider === 'passthrough') {
       // Resumable routes read the upstream through connectSse: a dropped upstream is reconnected
       // with Last-Event-ID (its own backoff), so these may reconnect after the first byte.
@@ -215,10 +217,20 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
       // Only this call is retried: it ends at the upstream's status line, before the client saw a byte.
       const upstream = await withRetries(() => attempt(() => openUpstreamStream(upstreamRequest)), route.retry, retryOptions);
       body$ = upstream.response.body as unknown as Readable;
+      // A compressed or TLS body (reads not sized) takes up to UNSIZED_READER_BYTES unasked: with
+      // less room than that beside a frame, its bytes could not stay inside the budget, so this
+      // stream relays events instead (whose budget leaves the reader out).
+      // Its demand is then counted in bytes (events up to what fits beside the socket's buffer),
+      // so a paused stream still keeps to the small budget.
+      if (frameBytes !== undefined && !upstream.readsSized() && !unsizedReaderFits(route, res)) {
+        frameBytes = undefined;
+        smallEventBytes = Math.min(route.policy.maxEventBytes, route.policy.maxBufferedBytes - res.writableHighWaterMark - READ_SLACK_BYTES);
+      }
       if (frameBytes === undefined) {
         // The event relay's budget covers the chain and the bridge (count-based demand cannot keep
         // room for the upstream reader); its ≤ 20 KiB and the parser's one read come on top.
-        events = upstream.body.pipe(sseDecode({ maxEventBytes: route.policy.maxEventBytes, maxLineBytes: route.policy.maxEventBytes }), adaptProvider(adapter));
+        const maxEventBytes = smallEventBytes ?? route.policy.maxEventBytes;
+        events = upstream.body.pipe(sseDecode({ maxEventBytes, maxLineBytes: maxEventBytes }), adaptProvider(adapter));
       } else {
         // The byte relay's budget counts every userland byte: what was read from the upstream but
         // not decoded yet, the frames waiting in sseFrames, and the bridge.
@@ -258,6 +270,8 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
     });
     handle = sendFlow(res, flow, {
       prefetch: frameBytes === undefined ? route.policy.prefetch : FRAME_PREFETCH,
+      // An event's wire frame is its decoded fields re-encoded: at most its upstream size and a few bytes.
+      maxElementBytes: smallEventBytes === undefined ? undefined : smallEventBytes + WIRE_MARGIN_BYTES,
       onWritable: frameBytes === undefined ? undefined : () => gate?.poke(),
       budget,
       stallTimeoutMs: route.policy.stallTimeoutMs,
@@ -347,6 +361,8 @@ function readReserveBytes(budget: ByteBudget, res: Response): number {
 }
 /** What an upstream reader whose reads are not sized may take unasked: its high-water mark, one 16 KiB read, one 16 KiB zlib chunk. */
 const UNSIZED_READER_BYTES = UPSTREAM_HIGH_WATER_MARK + 2 * UPSTREAM_READ_BYTES;
+/** What re-encoding may add to an event's upstream bytes (a `data: ` prefix on an empty line, a final LF), bytes. */
+const WIRE_MARGIN_BYTES = 64;
 /** Below this room beside the socket's buffer and the slack, the byte relay gains little: events are relayed one by one. */
 const MIN_RELAY_ROOM_BYTES = 8 * 1024;
 
@@ -355,10 +371,15 @@ const MIN_RELAY_ROOM_BYTES = 8 * 1024;
  * (`relay: events`, a `limitRate`, a user policy or a resumable route: they count or see events;
  * or a budget under the socket's high-water mark + {@link READ_SLACK_BYTES} + 8 KiB, about 30 KiB).
  * A compressed or TLS upstream (reads not sized) needs about 36 KiB more for what its reader
- * takes unasked; below about 66 KiB such a paused stream may overflow.
+ * takes unasked: below about 66 KiB such a stream relays events (decided at the response).
  * The byte relay's upstream reads are sized to the budget's free room (see {@link ReadGate}), so
  * `pause` never overflows the budget, which counts every userland byte of the stream.
  */
+/** True when the byte relay's budget has room for an unsized reader (compressed or TLS body) beside a frame. */
+function unsizedReaderFits(route: ResolvedRoute, res: Response): boolean {
+  return route.policy.maxBufferedBytes - res.writableHighWaterMark - READ_SLACK_BYTES >= UNSIZED_READER_BYTES + MIN_RELAY_ROOM_BYTES;
+}
+
 function byteRelayFrameBytes(route: ResolvedRoute, res: Response, hasPolicy: boolean): number | undefined {
   if (route.policy.relay !== 'bytes' || hasPolicy || route.policy.limitRate > 0 || route.resumable) return undefined;
   const room = route.policy.maxBufferedBytes - res.writableHighWaterMark - READ_SLACK_BYTES;
