@@ -22,9 +22,13 @@ export class TidegateError extends Error {
 
 /**
  * A byte or element budget was exceeded (`ERR_TIDEGATE_OVERFLOW`). Mirrors Reactor's
- * `Exceptions.failWithOverflow` from `onBackpressureBuffer`.
+ * `Exceptions.failWithOverflow` from `onBackpressureBuffer`. Answered before the stream started,
+ * it is HTTP 503 (`status`): the server could not hold the response, not the client's fault.
  */
 export class BufferOverflowError extends TidegateError {
+  /** HTTP status when it ends a response before its headers. */
+  readonly status = 503;
+
   constructor(message = 'buffer overflow: the consumer is slower than the producer and the budget is spent') {
     super('ERR_TIDEGATE_OVERFLOW', message);
   }

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { createFlow, type Flow, type FlowSink } from '../../src/flow';
 import { sendFlow, sse, type SendFlowOptions, type StreamResult } from '../../src/express';
 import { sseDecode, type SseEventInit } from '../../src/sse';
+import { BufferOverflowError } from '../../src/errors';
 import { openUpstreamStream } from '../../src/upstream/request';
 import { listen, RawClient, sleep, waitFor } from '../helpers/net';
 import { countingUpstream, type CountingUpstream } from '../helpers/upstream';
@@ -120,6 +121,16 @@ describe('sendFlow response contract', () => {
     const res = await fetch(`${gw.url}/s`);
     expect(res.status).toBe(404);
     expect(await res.json()).toEqual({ error: { code: 'ERR_MODEL', message: 'no such model' } });
+  });
+
+  it('answers an overflow before the first byte with 503', async () => {
+    const app = express();
+    app.get('/s', sse(() => createFlow<SseEventInit>((sink) => sink.error(new BufferOverflowError()))));
+    const gw = await listen(app);
+    closers.push(gw);
+    const res = await fetch(`${gw.url}/s`);
+    expect(res.status).toBe(503);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('ERR_TIDEGATE_OVERFLOW');
   });
 
   it('turns an error after the first byte into event: error and ends the response', async () => {
