@@ -66,6 +66,29 @@ class Client {
     this.latencies = spec.latency ? [] : null;
     this.localPort = 0;
     this.headBytes = 0; // response head incl. the blank line: rawBytes - headBytes = body bytes on the wire
+    this.bodyPos = 0; // body bytes on the wire parsed so far (chunk framing included)
+    this.marks = []; // {at: body wire offset, payload: payload bytes up to it, null until read}
+  }
+
+  /**
+   * Asks for the payload bytes (chunk framing excluded) that the body holds up to wire offset
+   * `bodyPos + wireAhead`: a snapshot's kernel queue is wire bytes, and only reading them shows
+   * how much of them is framing. Resolved as the client reads that far (or never).
+   */
+  mark(wireAhead) {
+    const m = { at: this.bodyPos + Math.max(0, wireAhead), payload: null };
+    if (m.at <= this.bodyPos) m.payload = this.payloadBytes;
+    this.marks.push(m);
+    return this.marks.length - 1;
+  }
+
+  /** Consumes `n` body wire bytes, payload or framing, resolving the marks inside them. */
+  advance(n, isPayload) {
+    const end = this.bodyPos + n;
+    for (const m of this.marks) {
+      if (m.payload === null && m.at > this.bodyPos && m.at <= end) m.payload = this.payloadBytes + (isPayload ? m.at - this.bodyPos : 0);
+    }
+    this.bodyPos = end;
   }
 
   connect() {
@@ -122,16 +145,21 @@ class Client {
   }
 
   body(buf) {
-    if (!this.chunked) return this.payload(buf);
+    if (!this.chunked) {
+      this.advance(buf.length, true);
+      return this.payload(buf);
+    }
     let p = 0;
     while (p < buf.length) {
       if (this.chunkLeft === -1) {
         const nl = buf.indexOf(10, p);
         if (nl < 0) {
           this.sizeLine += buf.toString('latin1', p);
+          this.advance(buf.length - p, false);
           return;
         }
         this.sizeLine += buf.toString('latin1', p, nl);
+        this.advance(nl + 1 - p, false);
         p = nl + 1;
         const size = parseInt(this.sizeLine, 16);
         this.sizeLine = '';
@@ -144,13 +172,19 @@ class Client {
         this.chunkLeft = size;
       } else if (this.chunkLeft === -2) {
         const nl = buf.indexOf(10, p);
-        if (nl < 0) return;
+        if (nl < 0) {
+          this.advance(buf.length - p, false);
+          return;
+        }
+        this.advance(nl + 1 - p, false);
         p = nl + 1;
         this.chunkLeft = -1;
       } else if (this.chunkLeft === -3) {
+        this.advance(buf.length - p, false);
         return;
       } else {
         const n = Math.min(this.chunkLeft, buf.length - p);
+        this.advance(n, true);
         this.payload(buf.subarray(p, p + n));
         p += n;
         this.chunkLeft -= n;
@@ -241,6 +275,7 @@ class Client {
       status: this.status,
       rawBytes: this.rawBytes,
       headBytes: this.headBytes,
+      marks: this.marks.map((m) => m.payload),
       payloadBytes: this.payloadBytes,
       events: this.events,
       fffd: this.fffd,
@@ -353,6 +388,11 @@ process.on('message', async (msg) => {
         r.events += c.events;
       }
       process.send(r);
+    } else if (msg.cmd === 'mark') {
+      // {tag: wire bytes ahead} → the index of each client's mark, resolved as it reads on.
+      const out = {};
+      for (const c of clients) if (msg.ahead[c.tag] !== undefined && c.inBody) out[c.tag] = c.mark(msg.ahead[c.tag]);
+      process.send({ type: 'marked', marks: out });
     } else if (msg.cmd === 'snapshot') {
       process.send({ type: 'snapshot', tcp: tcpQueues(), clients: clients.map((c) => c.summary()) });
     } else if (msg.cmd === 'stop') {
@@ -390,10 +430,23 @@ process.on('message', async (msg) => {
       const summaries = clients.map((c) => c.summary());
       let lat = null;
       if (clients.some((c) => c.latencies)) {
+        // `steady`: without each stream's first `warmupEvents` (the connection and relay setup of
+        // all streams at once, which is time to first token, not the relay's per-event latency).
+        const warm = msg.warmupEvents || 0;
         const all = [];
-        for (const c of clients) if (c.latencies) for (const v of c.latencies) all.push(v);
-        all.sort((a, b) => a - b);
-        lat = { n: all.length, p50: percentile(all, 0.5), p90: percentile(all, 0.9), p99: percentile(all, 0.99), max: all[all.length - 1] ?? null };
+        const steady = [];
+        for (const c of clients) {
+          if (!c.latencies) continue;
+          c.latencies.forEach((v, i) => {
+            all.push(v);
+            if (i >= warm) steady.push(v);
+          });
+        }
+        const stats = (a) => {
+          a.sort((x, y) => x - y);
+          return { n: a.length, p50: percentile(a, 0.5), p90: percentile(a, 0.9), p99: percentile(a, 0.99), max: a[a.length - 1] ?? null };
+        };
+        lat = { ...stats(all), steady: warm > 0 ? { warmupEvents: warm, ...stats(steady) } : null };
       }
       for (const c of clients) c.sock.destroy();
       process.send({ type: 'result', clients: summaries, latency: lat, beforeDrain: msg.beforeDrain || null, drainStartedAt: drainStart, drainedMs: Date.now() - drainStart });
