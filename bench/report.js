@@ -345,7 +345,7 @@ function markdown(res, charts, analysis) {
           );
     out.push('## S3 — latency');
     out.push('');
-    out.push(`${p.clients} clients × ${p.rate} events/s for ${p.durationMs / 1000} s. Each event carries its emit time (\`performance.timeOrigin + performance.now()\` in the upstream); the client subtracts it from its own clock at receipt. "direct" connects to the upstream without a proxy: it is the floor set by the load generator and the upstream themselves. Each stream emits on its own 10 ms schedule, with phases spread as the connections arrived (the upstream ticks every 1 ms), as independent model streams do; the target is checked on this table.`);
+    out.push(`${p.clients} clients × ${p.rate} events/s for ${p.durationMs / 1000} s. Each event carries its emit time (\`performance.timeOrigin + performance.now()\` in the upstream); the client subtracts it from its own clock at receipt. "direct" connects to the upstream without a proxy: it is the floor set by the load generator and the upstream themselves. Each stream emits on its own 10 ms schedule, with phases spread as the connections arrived (the upstream ticks every 1 ms), as independent model streams do; the target is checked on this table. Each system first serves the same load for ${(p.warmupMs || 0) / 1000} s, unmeasured (JIT warm-up); the measured run then opens ${p.clients} new streams at once, whose setup falls in their first second (the column that leaves it out).`);
     out.push('');
     out.push(latencyTable(S.S3));
     out.push('');
@@ -440,7 +440,7 @@ function markdown(res, charts, analysis) {
   out.push('- "Slow" clients read through a fixed 512-byte buffer (`net.connect({onread})`) and pause the socket when over budget, so the proxy sees a full TCP window. Node cannot set `SO_RCVBUF`, so the client kernel still buffers up to its autotuned receive window (tens to hundreds of KiB); that memory is the kernel\'s, not the proxy\'s, and is subtracted in "held/stream". A client paused this way does not notice a reset until it reads again, so the bench takes the link state from `/proc/net/tcp` (a reset socket is gone from it) and from the final drain (`ECONNRESET`).');
   out.push('- Peak RSS is sampled every 100 ms from `/proc/<pid>/status` (VmRSS), CPU from `/proc/<pid>/stat` (utime + stime); for nginx the master and its worker are summed.');
   out.push('- With the byte relay (the default) tidegate forwards the upstream’s own event bytes on both routes; with `--relay events` it re-encodes events, so bytes in and out of a stream may differ slightly and "held/stream" is then approximate.');
-  out.push('- Reproduce: `npm run bench:quick` (< 2 min) or `npm run bench` (~15 min); raw JSON in `bench/results/` (git-ignored). `node bench/run.js --only S1,S3 --targets nginx,tidegate-pass` runs a subset.');
+  out.push('- Reproduce: `npm run bench:quick` (< 2 min) or `npm run bench` (~20 min); raw JSON in `bench/results/` (git-ignored). `node bench/run.js --only S1,S3 --targets nginx,tidegate-pass` runs a subset.');
   out.push('');
   return out.join('\n');
 }

@@ -1,5 +1,5 @@
 'use strict';
-// tidegate benchmark harness: `npm run bench` (full, ~15 min) or `npm run bench:quick` (< 2 min).
+// tidegate benchmark harness: `npm run bench` (full, ~20 min) or `npm run bench:quick` (< 2 min).
 // Starts a fake upstream, each system under test (naive proxy, pipeline() proxy, nginx, tidegate)
 // and a load generator, all on 127.0.0.1, runs S1–S4, the stability map and micro-benchmarks,
 // prints tables, writes bench/results/*.json, docs/img/bench-*.svg and docs/benchmarks.md.
