@@ -33,7 +33,7 @@ describe('round 6: an overflow before the headers is HTTP 503', () => {
   // headers right after subscribing: that is the only window before the first byte).
   const failAt = (at: number): StreamPolicyFn => (events) =>
     at === 0 ? createFlow<GatewayEvent>((sink) => sink.error(new BufferOverflowError())) : events.pipe(
-      map((e, i) => {
+      map((e: GatewayEvent, i: number): GatewayEvent => {
         if (i >= at) throw new BufferOverflowError();
         return e;
       }),
