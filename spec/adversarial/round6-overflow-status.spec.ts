@@ -52,7 +52,7 @@ describe('round 6: an overflow before the headers is HTTP 503', () => {
       { path: '/pt0', provider: 'passthrough', url: `${up.url}/pt` },
     ];
     logs = new CaptureTransport();
-    const config = parseConfig({ port: 0, upstream: { url: up.url }, retry: { maxAttempts: 1 }, stream: { heartbeatMs: 0 }, routes });
+    const config = parseConfig({ port: 0, upstream: { url: up.url }, retry: { maxAttempts: 1 }, stream: { heartbeatMs: 0 }, timeouts: { firstByteMs: 2000 }, routes });
     gw = await startGateway(config, {
       logger: createLogger({ transports: [logs] }),
       policies: { '/oa0': failAt(0), '/oa2': failAt(2), '/an0': failAt(0), '/an2': failAt(2), '/pt0': failAt(0) },
