@@ -81,6 +81,26 @@ describe('round 6: expressServerOptions on the gateway server', () => {
     }
   });
 
+  it('Expect: 100-continue (Node builds that response from the subclass too) gets 100 then the JSON error', async () => {
+    const got = await new Promise<{ continued: boolean; status: number; body: string }>((resolve, reject) => {
+      let continued = false;
+      const req = http.request(`${a.url}/v1/chat/completions`, { method: 'POST', agent: false, headers: { 'content-type': 'application/json', expect: '100-continue' } }, (res) => {
+        const parts: Buffer[] = [];
+        res.on('data', (c: Buffer) => parts.push(c));
+        res.on('end', () => resolve({ continued, status: res.statusCode ?? 0, body: Buffer.concat(parts).toString() }));
+      });
+      req.on('continue', () => {
+        continued = true;
+        req.end('[1,2]');
+      });
+      req.on('error', reject);
+      req.flushHeaders();
+    });
+    expect(got.continued).toBe(true);
+    expect(got.status).toBe(400);
+    expect(JSON.parse(got.body).error).toBeDefined();
+  });
+
   it('each gateway app sees its own req.app and res.app (no prototype leak between apps)', () => {
     expect(a.app.request).not.toBe(b.app.request);
     expect((a.app.request as unknown as { app: unknown }).app).toBe(a.app);
@@ -169,7 +189,10 @@ describe('round 6: expressServerOptions on an app of its own', () => {
   // A sub-app mounted before the call keeps the parent's OLD request/response as its prototypes
   // (Express's 'mount' handler does setPrototypeOf(sub.request, parent.request) at mount time), so
   // extensions the parent gets after expressServerOptions() (on the new app.request) are not seen
-  // inside the sub-app, as they are with plain http.createServer(app).
+  // inside the sub-app, as they are with plain http.createServer(app). Low impact today:
+  // expressServerOptions is not exported from the package and the gateway app mounts only a Router
+  // (playground), but the docstring says "call it once per app" without this caveat. Fix: re-parent
+  // mounted sub-apps (setPrototypeOf(sub.request, Born.prototype) where it was the old proto), or say so.
   it('a sub-app mounted before the call sees the parent app.request extensions made after it', async () => {
     const app = express();
     const sub = express();
