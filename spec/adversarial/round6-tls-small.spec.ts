@@ -1,0 +1,109 @@
+/**
+ * Round 6: an https upstream (reads not sized) at the smallest byte-relay budget relays events with
+ * demand in bytes (8f47e69): cap-sized events within the budget while paused; many short data lines.
+ */
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import type { RunningGateway } from '../../src/gateway/server';
+import { upstreamAgent } from '../../src/upstream/request';
+import type { CaptureTransport } from '../gateway/helpers';
+import { RawClient, waitFor } from '../helpers/net';
+import { sampleBuffered, SSE_HEAD, testGateway } from './round3-harness';
+
+// Self-signed for 127.0.0.1 (openssl req -x509 -newkey ec prime256v1, 100 years).
+const KEY = `-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgMj5SfxI7d4nTES4Q
+t0byQyOgdsNTCiwPGAtL5LtSjM+hRANCAAQ9sj8DjqdjqqSzx731rjooN7L3n+aZ
+14V1jFbcXixevxNOyMeBqk2IVvsJMQBn+jU/4uQDODM2SchcQvYrx2NX
+-----END PRIVATE KEY-----`;
+const CERT = `-----BEGIN CERTIFICATE-----
+MIIBjzCCATagAwIBAgIUVsRxD8BuBF3mg5R6xOGUV5uf+5swCgYIKoZIzj0EAwIw
+FDESMBAGA1UEAwwJMTI3LjAuMC4xMCAXDTI2MTEzMDA0MjA1NloYDzIxMjYxMTA2
+MDQyMDU2WjAUMRIwEAYDVQQDDAkxMjcuMC4wLjEwWTATBgcqhkjOPQIBBggqhkjO
+PQMBBwNCAAQ9sj8DjqdjqqSzx731rjooN7L3n+aZ14V1jFbcXixevxNOyMeBqk2I
+VvsJMQBn+jU/4uQDODM2SchcQvYrx2NXo2QwYjAdBgNVHQ4EFgQU2y54FnDgHwmR
+oA/Yr+BpmwAt2rIwHwYDVR0jBBgwFoAU2y54FnDgHwmRoA/Yr+BpmwAt2rIwDwYD
+VR0TAQH/BAUwAwEB/zAPBgNVHREECDAGhwR/AAABMAoGCCqGSM49BAMCA0cAMEQC
+IFbcS4VsmdmBeG7ldrCI1SenFwWG9PKye5gdIiAS76lpAiAu0NQqcnxh7G/Z30ex
+bHnzIrkOvSvD3XLToBuQHRENYQ==
+-----END CERTIFICATE-----`;
+
+const KIB = 1024;
+const MIN = 30 * KIB;
+const CAP = MIN - 16 * KIB - 6 * KIB;
+
+describe('round 6: https upstream at a small budget', () => {
+  let server: https.Server;
+  let url: string;
+  let body = '';
+  let gw: RunningGateway;
+  let logs: CaptureTransport;
+  const clients: RawClient[] = [];
+  const agentOptions = (upstreamAgent(new URL('https://127.0.0.1')) as https.Agent).options as https.AgentOptions;
+
+  beforeAll(async () => {
+    agentOptions.ca = CERT;
+    server = https.createServer({ key: KEY, cert: CERT }, (req, res) => {
+      req.resume();
+      res.writeHead(200, SSE_HEAD);
+      const all = Buffer.from(body);
+      let i = 0;
+      const write = (): void => {
+        while (i < all.length && !res.destroyed) {
+          const piece = all.subarray(i, i + 16 * KIB);
+          i += piece.length;
+          if (!res.write(piece)) return void res.once('drain', write);
+        }
+        res.end();
+      };
+      write();
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const route = (path: string): Record<string, unknown> => ({ path, provider: 'passthrough', url: `${url}${path}`, policy: { maxBufferedBytes: MIN, overflow: 'pause', stallTimeoutMs: 0 } });
+    ({ gw, logs } = await testGateway(url, [route('/cap'), route('/lines')], { heartbeatMs: 0 }));
+  });
+  afterEach(() => {
+    for (const c of clients.splice(0)) c.destroy();
+  });
+  afterAll(async () => {
+    await gw.close();
+    delete agentOptions.ca;
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+  });
+
+  async function pausedRun(path: string): Promise<{ line: Record<string, unknown>; gauge: number; body: string }> {
+    const before = logs.streams().length;
+    const client = await RawClient.request(gw.port, path);
+    clients.push(client);
+    client.readSome(1000);
+    const gauge = await sampleBuffered(gw.url, 800);
+    client.readAll();
+    expect(await client.waitClosed(15_000)).toBe(true);
+    const mine = (): Record<string, unknown> | undefined => (logs.streams().slice(before) as Array<Record<string, unknown>>).find((l) => l.route === path);
+    await waitFor(() => mine() !== undefined, 5000);
+    return { line: mine() as Record<string, unknown>, gauge, body: client.body() };
+  }
+
+  it('events whose line is the cap: a paused client stays within the budget, then every byte arrives', async () => {
+    const event = `data: ${'c'.repeat(CAP - 6)}\n\n`;
+    body = event.repeat(500);
+    const { line, gauge, body: out } = await pausedRun('/cap');
+    expect(line.outcome).toBe('completed');
+    expect(out === body).toBe(true);
+    expect(gauge).toBeLessThanOrEqual(MIN);
+    expect(line.peakBufferedBytes as number).toBeLessThanOrEqual(MIN);
+  });
+
+  // BUG (as round6-gzip-small /lines): an event of 4096 one-byte data lines (8191 data bytes, within
+  // the parser's maxEventBytes = smallEventBytes) re-encodes to 32 KiB, over maxElementBytes and the
+  // budget: the paused stream ends with ERR_TIDEGATE_OVERFLOW.
+  it('an event of many short data lines within maxEventBytes is not an overflow', async () => {
+    const ok = `data: ${'o'.repeat(1000)}\n\n`;
+    body = ok.repeat(3) + 'data:a\n'.repeat(4096) + '\n' + ok.repeat(3);
+    const { line, body: out } = await pausedRun('/lines');
+    expect(out.startsWith(ok.repeat(3))).toBe(true);
+    expect(line.errorCode).not.toBe('ERR_TIDEGATE_OVERFLOW');
+  });
+});
