@@ -124,6 +124,25 @@ describe('round 6: CallSignal', () => {
     expect(err).toBe(reason);
   });
 
+  it('after a chain of redirects, an abort during the body still errors it with the reason and closes the upstream', async () => {
+    handler = (req, res) => {
+      const n = Number((req.url ?? '').split('/').pop());
+      if (n > 0) return void res.writeHead(307, { location: `/r/${n - 1}` }).end();
+      sseHead(res);
+      res.write('data: a\n\n');
+    };
+    const c = new AbortController();
+    const early = closedEarly;
+    const stream = await openUpstreamStream({ url: `${url}/r/5`, signal: c.signal, firstByteTimeoutMs: 0 });
+    const ended = drain(stream);
+    await sleep(20);
+    const reason = new Error('after redirects');
+    c.abort(reason);
+    expect(await ended).toBe(reason);
+    await waitFor(() => closedEarly > early, 3000);
+    expect(getEventListeners(c.signal, 'abort').length).toBe(0);
+  });
+
   it('a reset during the body is an UpstreamResetError', async () => {
     handler = (_req, res) => {
       sseHead(res);
