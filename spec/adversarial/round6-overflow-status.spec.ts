@@ -85,7 +85,7 @@ describe('round 6: an overflow before the headers is HTTP 503', () => {
     expect(JSON.parse(r.body.toString())).toMatchObject({ type: 'error', error: { type: 'overloaded_error', code: 'ERR_TIDEGATE_OVERFLOW' } });
   });
 
-  // BUG (pre-existing, found here): a policy that answers without subscribing to `events` (here a
+  // Was a bug, now fixed (the relay aborts the upstream call when the stream ends; found here): a policy that answers without subscribing to `events` (here a
   // flow that errors at subscription) leaves the upstream call open: the gateway logged the stream,
   // answered 503, but the upstream response is never aborted (it runs until the upstream ends it,
   // 20 s here). Cause: relay()'s finally (src/gateway/relay.ts) clears timers and listeners but

@@ -1,7 +1,7 @@
 import type { Response } from 'express';
 import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { BufferOverflowError, StalledError, TidegateError } from '../errors';
+import { BufferOverflowError, SseLimitError, StalledError, TidegateError } from '../errors';
 import { ByteBudget } from '../flow/budget';
 import type { Flow } from '../flow/flow';
 import { ArrayQueue } from '../flow/queue';
@@ -61,7 +61,8 @@ export interface SendFlowOptions {
    * and for every element already requested, so no `pause` stream overflows its budget on
    * elements of at most this size (each counted with 12 bytes of HTTP chunk framing). The budget
    * must exceed `reserveBytes()` + `writableHighWaterMark` + about 1 KiB by at least this much;
-   * otherwise the bridge requests one element at a time, which then may overflow.
+   * otherwise the bridge requests one element at a time, which then may overflow. An element
+   * larger than this ends the stream with `SseLimitError('event', maxElementBytes)`.
    */
   maxElementBytes?: number;
   /**
@@ -240,6 +241,11 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
       return this.finish('error', err);
     }
     const size = chunkSize(chunk);
+    // An element over the declared largest size would void the demand in bytes: refused as an
+    // oversized event, like the parser's limits, not counted as an overflow of the budget.
+    if (this.options.maxElementBytes !== undefined && size > this.options.maxElementBytes) {
+      return this.finish('error', new SseLimitError('event', this.options.maxElementBytes));
+    }
     // Count the element before holding it: one large element can never overshoot the budget
     // (with demand in bytes, nor the reserve kept for what the upstream side may still read).
     const reserve = this.options.maxElementBytes === undefined ? 0 : (this.options.reserveBytes?.() ?? 0);

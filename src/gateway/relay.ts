@@ -318,6 +318,9 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
     });
   } finally {
     if (totalTimer !== undefined) clearTimeout(totalTimer);
+    // The stream is over: an upstream body nobody read to its end (a policy that never subscribed
+    // to the events, an answer sent before the stream started) is closed with its call's timers.
+    if (!upstreamAbort.signal.aborted) upstreamAbort.abort();
     options.shutdown.removeEventListener('abort', onShutdown);
     res.off('close', onClientClose);
     unregister();

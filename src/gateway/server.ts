@@ -74,22 +74,23 @@ export async function startGateway(config: GatewayConfig, options: Omit<GatewayD
  * `http.createServer()` options whose requests and responses are born with the app's prototypes.
  * Express otherwise re-parents every `req` and `res` with `Object.setPrototypeOf()`, and V8 then
  * gives each of them a hidden class of its own (a map and a descriptor array, about 2 KB per
- * request, held as long as the stream runs). Here `app.request` and `app.response` become the
- * prototypes of two subclasses of Node's `IncomingMessage` and `ServerResponse` (same prototype
- * chain, same own properties), whose instances share one hidden class with fast properties, and
- * Express's `setPrototypeOf()` changes nothing. Call it once per app, before serving.
+ * request, held as long as the stream runs). Here Node constructs each request and response
+ * (`IncomingMessage`, `ServerResponse`, via `Reflect.construct`) directly with `app.request` /
+ * `app.response` as its prototype: they share one hidden class with fast properties, Express's
+ * `setPrototypeOf()` changes nothing, and `app.request` / `app.response` stay the same objects, so
+ * extensions made before or after this call, and sub-apps mounted at any time, see the same
+ * chain. Call it once per app, before serving.
  */
 export function expressServerOptions(app: Express): http.ServerOptions {
-  const adopt = <T extends object>(base: new (...args: never[]) => T, key: 'request' | 'response'): unknown => {
-    const Born = class extends (base as new (...args: never[]) => object) {};
-    const proto = app[key] as object;
-    Object.setPrototypeOf(Born.prototype, Object.getPrototypeOf(proto));
-    Object.defineProperties(Born.prototype, Object.getOwnPropertyDescriptors(proto));
-    (app as unknown as Record<string, unknown>)[key] = Born.prototype;
+  const born = (base: new (...args: never[]) => object, proto: object): unknown => {
+    function Born(this: unknown, ...args: unknown[]): object {
+      return Reflect.construct(base as new (...a: unknown[]) => object, args, Born);
+    }
+    Born.prototype = proto;
     return Born;
   };
   return {
-    IncomingMessage: adopt(http.IncomingMessage, 'request') as typeof http.IncomingMessage,
-    ServerResponse: adopt(http.ServerResponse, 'response') as typeof http.ServerResponse,
+    IncomingMessage: born(http.IncomingMessage, app.request as object) as typeof http.IncomingMessage,
+    ServerResponse: born(http.ServerResponse, app.response as object) as typeof http.ServerResponse,
   };
 }

@@ -171,7 +171,12 @@ export interface UpstreamRequest {
   readBytes?: (unreadBytes: number) => number;
 }
 
-/** An upstream that answered 200 with an event stream, body not yet read. */
+/**
+ * An upstream that answered 200 with an event stream, body not yet read. The call (its listener
+ * on the caller's signal, its timers, its socket) is held until the body ends, errors or is
+ * cancelled: a caller that does not read the body cancels it (subscribe and cancel) or aborts
+ * the signal, as with an unread fetch body.
+ */
 export interface UpstreamStream {
   response: Response;
   /**
@@ -215,8 +220,7 @@ export async function openUpstreamStream(request: UpstreamRequest): Promise<Upst
   const response = await call.send({ accept: 'text/event-stream' });
   const contentType = response.headers.get('content-type') ?? undefined;
   if (!response.ok || !contentType?.startsWith('text/event-stream')) {
-    const body = await call.text(response);
-    call.release();
+    const body = await call.text(response).finally(() => call.release());
     throw new UpstreamHttpError(response.ok ? 502 : response.status, body, contentType, retryAfterMs(response.headers.get('retry-after')));
   }
   const source = response.body as unknown as Readable;
@@ -418,12 +422,16 @@ class UpstreamCall {
     return bytes;
   }
 
+  /** The body of an error answer ('' if it breaks); an abort meanwhile rejects with its reason, as the call's does. */
   async text(response: Response): Promise<string> {
+    let text = '';
     try {
-      return await response.text();
+      text = await response.text();
     } catch {
-      return '';
+      // a broken error body: the status says enough
     }
+    if (this.signal.aborted) throw this.signal.reason;
+    return text;
   }
 
   /** The first body byte arrived: the first-byte deadline is met. */
