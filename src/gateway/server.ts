@@ -74,23 +74,28 @@ export async function startGateway(config: GatewayConfig, options: Omit<GatewayD
  * `http.createServer()` options whose requests and responses are born with the app's prototypes.
  * Express otherwise re-parents every `req` and `res` with `Object.setPrototypeOf()`, and V8 then
  * gives each of them a hidden class of its own (a map and a descriptor array, about 2 KB per
- * request, held as long as the stream runs). Here Node constructs each request and response
- * (`IncomingMessage`, `ServerResponse`, via `Reflect.construct`) directly with `app.request` /
- * `app.response` as its prototype: they share one hidden class with fast properties, Express's
- * `setPrototypeOf()` changes nothing, and `app.request` / `app.response` stay the same objects, so
- * extensions made before or after this call, and sub-apps mounted at any time, see the same
- * chain. Call it once per app, before serving.
+ * request, held as long as the stream runs). Here `app.request` and `app.response` become the
+ * prototypes of two subclasses of Node's `IncomingMessage` and `ServerResponse` (same prototype
+ * chain, same own properties), whose instances share one hidden class with fast properties, and
+ * Express's `setPrototypeOf()` changes nothing. (A function constructor with `Reflect.construct`
+ * and `app.request` itself as prototype was tried: its instances got few in-object slots and cost
+ * ~11 KB more per stream.) The old objects inherit from the new ones, so sub-apps mounted earlier
+ * see later extensions. Call it once per app, before serving.
  */
 export function expressServerOptions(app: Express): http.ServerOptions {
-  const born = (base: new (...args: never[]) => object, proto: object): unknown => {
-    function Born(this: unknown, ...args: unknown[]): object {
-      return Reflect.construct(base as new (...a: unknown[]) => object, args, Born);
-    }
-    Born.prototype = proto;
+  const adopt = <T extends object>(base: new (...args: never[]) => T, key: 'request' | 'response'): unknown => {
+    const Born = class extends (base as new (...args: never[]) => object) {};
+    const proto = app[key] as object;
+    Object.setPrototypeOf(Born.prototype, Object.getPrototypeOf(proto));
+    Object.defineProperties(Born.prototype, Object.getOwnPropertyDescriptors(proto));
+    (app as unknown as Record<string, unknown>)[key] = Born.prototype;
+    // Sub-apps mounted before this call inherit from the old object: it now inherits from the new
+    // one, so what is added to app.request / app.response later reaches them too.
+    Object.setPrototypeOf(proto, Born.prototype);
     return Born;
   };
   return {
-    IncomingMessage: born(http.IncomingMessage, app.request as object) as typeof http.IncomingMessage,
-    ServerResponse: born(http.ServerResponse, app.response as object) as typeof http.ServerResponse,
+    IncomingMessage: adopt(http.IncomingMessage, 'request') as typeof http.IncomingMessage,
+    ServerResponse: adopt(http.ServerResponse, 'response') as typeof http.ServerResponse,
   };
 }
