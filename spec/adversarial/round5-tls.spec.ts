@@ -11,24 +11,9 @@ import { openUpstreamStream, upstreamAgent, type UpstreamStream } from '../../sr
 import type { CaptureTransport } from '../gateway/helpers';
 import { RawClient, waitFor } from '../helpers/net';
 import { sampleBuffered, SSE_HEAD, testGateway } from './round3-harness';
+import { CERT, KEY } from './tls-fixture';
 
-// Self-signed for 127.0.0.1 (openssl req -x509 -newkey ec prime256v1, 100 years).
-const KEY = `-----BEGIN PRIVATE KEY-----
-MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgMj5SfxI7d4nTES4Q
-t0byQyOgdsNTCiwPGAtL5LtSjM+hRANCAAQ9sj8DjqdjqqSzx731rjooN7L3n+aZ
-14V1jFbcXixevxNOyMeBqk2IVvsJMQBn+jU/4uQDODM2SchcQvYrx2NX
------END PRIVATE KEY-----`;
-const CERT = `-----BEGIN CERTIFICATE-----
-MIIBjzCCATagAwIBAgIUVsRxD8BuBF3mg5R6xOGUV5uf+5swCgYIKoZIzj0EAwIw
-FDESMBAGA1UEAwwJMTI3LjAuMC4xMCAXDTI2MTEzMDA0MjA1NloYDzIxMjYxMTA2
-MDQyMDU2WjAUMRIwEAYDVQQDDAkxMjcuMC4wLjEwWTATBgcqhkjOPQIBBggqhkjO
-PQMBBwNCAAQ9sj8DjqdjqqSzx731rjooN7L3n+aZ14V1jFbcXixevxNOyMeBqk2I
-VvsJMQBn+jU/4uQDODM2SchcQvYrx2NXo2QwYjAdBgNVHQ4EFgQU2y54FnDgHwmR
-oA/Yr+BpmwAt2rIwHwYDVR0jBBgwFoAU2y54FnDgHwmRoA/Yr+BpmwAt2rIwDwYD
-VR0TAQH/BAUwAwEB/zAPBgNVHREECDAGhwR/AAABMAoGCCqGSM49BAMCA0cAMEQC
-IFbcS4VsmdmBeG7ldrCI1SenFwWG9PKye5gdIiAS76lpAiAu0NQqcnxh7G/Z30ex
-bHnzIrkOvSvD3XLToBuQHRENYQ==
------END CERTIFICATE-----`;
+// The certificate is self-signed for 127.0.0.1 (tls-fixture.ts).
 
 const EVENT = `data: ${'t'.repeat(1000 - 8)}\n\n`;
 const COUNT = 8000; // 8 MB
