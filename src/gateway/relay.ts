@@ -224,7 +224,7 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
       // so a paused stream still keeps to the small budget.
       if (frameBytes !== undefined && !upstream.readsSized() && !unsizedReaderFits(route, res)) {
         frameBytes = undefined;
-        smallEventBytes = Math.min(route.policy.maxEventBytes, route.policy.maxBufferedBytes - res.writableHighWaterMark - READ_SLACK_BYTES);
+        smallEventBytes = Math.min(route.policy.maxEventBytes, relayRoom(route, res));
       }
       if (frameBytes === undefined) {
         // The event relay's budget covers the chain and the bridge (count-based demand cannot keep
@@ -240,7 +240,7 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
         budget.attachExternal(() => queued.bytes);
         // An event that could not pass beside the socket's buffer and the reads' slack is refused
         // as it arrives (ERR_TIDEGATE_SSE_LIMIT): the carried block never crowds out the budget.
-        const maxEventBytes = Math.min(route.policy.maxEventBytes, route.policy.maxBufferedBytes - res.writableHighWaterMark - READ_SLACK_BYTES);
+        const maxEventBytes = Math.min(route.policy.maxEventBytes, relayRoom(route, res));
         events = upstream.body
           .pipe(
             operator<Buffer, Buffer>((actual, context) => (gate = new ReadGate(actual, context, budget, res, upstream, queued))),
@@ -353,11 +353,10 @@ const READ_SLACK_BYTES = UPSTREAM_HIGH_WATER_MARK + UPSTREAM_MIN_READ_BYTES + 10
 /**
  * Budget the read sizes and the read gate keep free, bytes: {@link READ_SLACK_BYTES}, plus an
  * eighth of the budget (8 KiB of 64 KiB) while the client's socket holds unsent bytes (a reader
- * not keeping up). The margin is empirical: with reads filling the budget to the slack, the S1
- * benchmark's outside estimate of userland bytes per paused stream (bytes in − bytes out − kernel
- * queues) came out 4–8 KiB above the budget's own count; with it, below the budget. A reader that
- * keeps up (nothing unsent after the flush) reads up to the slack. Event sizes and the byte
- * relay's threshold use the slack only.
+ * not keeping up). The margin was added against the S1 benchmark's outside estimate, later found
+ * to overstate every proxy by 7–15 KiB (docs/decisions.md); it stays as headroom, costing a
+ * lagging stream smaller reads and a reader that keeps up (nothing unsent after the flush)
+ * nothing. Event sizes and the byte relay's threshold use the slack only.
  */
 function readReserveBytes(budget: ByteBudget, res: Response): number {
   return READ_SLACK_BYTES + (res.writableLength > 0 ? budget.maxBytes >> 3 : 0);
@@ -378,15 +377,22 @@ const MIN_RELAY_ROOM_BYTES = 8 * 1024;
  * The byte relay's upstream reads are sized to the budget's free room (see {@link ReadGate}), so
  * `pause` never overflows the budget, which counts every userland byte of the stream.
  */
-/** True when the byte relay's budget has room for an unsized reader (compressed or TLS body) beside a frame. */
-function unsizedReaderFits(route: ResolvedRoute, res: Response): boolean {
-  return route.policy.maxBufferedBytes - res.writableHighWaterMark - READ_SLACK_BYTES >= UNSIZED_READER_BYTES + MIN_RELAY_ROOM_BYTES;
-}
-
 function byteRelayFrameBytes(route: ResolvedRoute, res: Response, hasPolicy: boolean): number | undefined {
   if (route.policy.relay !== 'bytes' || hasPolicy || route.policy.limitRate > 0 || route.resumable) return undefined;
-  const room = route.policy.maxBufferedBytes - res.writableHighWaterMark - READ_SLACK_BYTES;
-  return room >= MIN_RELAY_ROOM_BYTES ? MAX_FRAME_BYTES : undefined;
+  return relayRoom(route, res) >= MIN_RELAY_ROOM_BYTES ? MAX_FRAME_BYTES : undefined;
+}
+
+/**
+ * The budget's room beside the client socket's buffer and {@link READ_SLACK_BYTES}, bytes: the
+ * largest event a stream relays (a bigger one is refused as it arrives) and what decides its relay.
+ */
+function relayRoom(route: ResolvedRoute, res: Response): number {
+  return route.policy.maxBufferedBytes - res.writableHighWaterMark - READ_SLACK_BYTES;
+}
+
+/** True when the byte relay's budget has room for an unsized reader (compressed or TLS body) beside a frame. */
+function unsizedReaderFits(route: ResolvedRoute, res: Response): boolean {
+  return relayRoom(route, res) >= UNSIZED_READER_BYTES + MIN_RELAY_ROOM_BYTES;
 }
 
 /**

@@ -298,7 +298,7 @@ class UpstreamCall {
   /** The response body stream (the `IncomingMessage` itself, unless compressed). */
   body: Readable | undefined;
   /** The final response, once it arrived. */
-  incoming: http.IncomingMessage | undefined;
+  private incoming: http.IncomingMessage | undefined;
   private firstByteTimer: NodeJS.Timeout | undefined;
   private connectTimer: NodeJS.Timeout | undefined;
   private released = false;
@@ -379,22 +379,21 @@ class UpstreamCall {
       this.incoming = res;
       bodyIsResponse(res);
       const socket = res.socket as ReadSized | null;
+      if (socket === null) return;
       // TLS sockets do not read through `onread`: their reads are not sized.
-      if (this.request.readBytes !== undefined && socket !== null && !(socket as Partial<TLSSocket>).encrypted) {
-        socket[kReadCall] = this;
-        const off = (): void => {
-          if (socket[kReadCall] === this) socket[kReadCall] = undefined;
-        };
-        res.once('end', off);
-        res.once('close', off);
-      }
-      if (this.request.onRead !== undefined && socket !== null) {
-        // After the HTTP parser's own 'data' listener: the bytes are in the response by then.
-        socket.on('data', this.onSocketData);
-        const off = (): void => void socket.off('data', this.onSocketData);
-        res.once('end', off);
-        res.once('close', off);
-      }
+      const sized = this.request.readBytes !== undefined && !(socket as Partial<TLSSocket>).encrypted;
+      const observed = this.request.onRead !== undefined;
+      if (sized) socket[kReadCall] = this;
+      // After the HTTP parser's own 'data' listener: the bytes are in the response by then.
+      if (observed) socket.on('data', this.onSocketData);
+      if (!sized && !observed) return;
+      // The socket outlives the response (keep-alive): both go once the response is over.
+      const off = (): void => {
+        if (socket[kReadCall] === this) socket[kReadCall] = undefined;
+        if (observed) socket.off('data', this.onSocketData);
+      };
+      res.once('end', off);
+      res.once('close', off);
     });
   }
 
