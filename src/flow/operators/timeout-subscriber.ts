@@ -48,14 +48,17 @@ export abstract class TimeoutSubscriber<T> extends OperatorSubscriber<T, T> {
   }
 
   private schedule(delay: number): void {
-    // eslint-disable-next-line @typescript-eslint/no-this-alias
-    const self = this;
-    this.timer = this.scheduler.schedule(function (this: SchedulerAction<unknown>) {
-      self.onTimer(this);
-    }, delay);
+    // The subscriber rides as the action's state: the action can reschedule itself for the rest.
+    this.timer = this.scheduler.schedule(
+      function (this: SchedulerAction<TimeoutSubscriber<T>>, subscriber?: TimeoutSubscriber<T>) {
+        subscriber?.onTimer(this);
+      },
+      delay,
+      this,
+    );
   }
 
-  private onTimer(action: SchedulerAction<unknown>): void {
+  private onTimer(action: SchedulerAction<TimeoutSubscriber<T>>): void {
     const deadline = this.deadline;
     if (deadline === undefined || this.done || this.cancelled) {
       this.timer = undefined;
@@ -63,7 +66,7 @@ export abstract class TimeoutSubscriber<T> extends OperatorSubscriber<T, T> {
     }
     const left = deadline - this.scheduler.now();
     if (left > 0) {
-      action.schedule(undefined, left);
+      action.schedule(this, left);
       return;
     }
     this.timer = undefined;
