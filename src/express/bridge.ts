@@ -176,7 +176,8 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
   private readonly held = new ArrayQueue<Chunk>();
   private heldBytes = 0;
   /** Chunks written this tick, sent as one `res.write()` at the end of the tick. */
-  private batch: Chunk[] = [];
+  /** `undefined` when empty: an emptied batch is not replaced by a fresh array kept until the next write (promoted by the GC on a slow stream). */
+  private batch: Chunk[] | undefined;
   private batchBytes = 0;
   private flushScheduled = false;
   private socketFull = false;
@@ -285,7 +286,7 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
   }
 
   flush(): void {
-    if (this.finished || this.batch.length === 0) return;
+    if (this.finished || this.batch === undefined) return;
     this.flushBatch();
     const socket = this.res.socket;
     if (socket !== null) while (socket.writableCorked > 0) socket.uncork();
@@ -405,7 +406,7 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
       // Asked again after the flush, on 'drain', or when an element arrives. With nothing in
       // flight nothing would ask again: one element then, which fits or overflows (an oversized
       // event ends the stream with ERR_TIDEGATE_OVERFLOW instead of hanging it).
-      if (this.outstanding > 0 || this.batch.length > 0 || this.held.length > 0) return;
+      if (this.outstanding > 0 || this.batch !== undefined || this.held.length > 0) return;
       n = 1;
     }
     this.outstanding += n;
@@ -417,7 +418,7 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
    * `res.write()` (one HTTP chunk, one syscall), instead of one per token.
    */
   private write(chunk: Chunk, size: number): void {
-    this.batch.push(chunk);
+    (this.batch ??= []).push(chunk);
     this.batchBytes += size;
     this.bytes += size;
     this.lastWriteAt = Date.now();
@@ -430,9 +431,9 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
   /** Removes and returns the batch as one string or Buffer (`undefined` when empty). */
   private takeBatch(): Chunk | undefined {
     const { batch } = this;
-    if (batch.length === 0) return undefined;
+    if (batch === undefined) return undefined;
     const out = batch.length === 1 ? batch[0] : Buffer.concat(batch, this.batchBytes);
-    this.batch = [];
+    this.batch = undefined;
     this.batchBytes = 0;
     return out;
   }
@@ -441,11 +442,11 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
     this.flushScheduled = false;
     if (this.finished) return;
     const { batch } = this;
-    if (batch.length === 0) return this.request();
+    if (batch === undefined) return this.request();
     let written: boolean;
     if (batch.length > 1 && this.batchBytes >= batch.length * COPY_BELOW_BYTES) {
       // Large chunks (byte relay frames): one writev of them all, without copying them together.
-      this.batch = [];
+      this.batch = undefined;
       this.batchBytes = 0;
       this.res.cork();
       written = true;
@@ -512,7 +513,7 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
     this.held.clear();
     this.heldBytes = 0;
     const pending = peerGone ? undefined : this.takeBatch();
-    this.batch = [];
+    this.batch = undefined;
     this.batchBytes = 0;
 
     if (outcome === 'client_closed') {

@@ -65,7 +65,17 @@ function nextReadBuffer(): Buffer {
   if (call === undefined || !call.readsSized()) return defaultReadView;
   const bytes = (call.request.readBytes as (unreadBytes: number) => number)(call.bufferedBytes());
   if (bytes >= UPSTREAM_MAX_READ_BYTES) return sharedReadBuffer;
-  return sharedReadBuffer.subarray(0, bytes > UPSTREAM_MIN_READ_BYTES ? bytes & ~1023 : UPSTREAM_MIN_READ_BYTES);
+  return readView(bytes > UPSTREAM_MIN_READ_BYTES ? bytes >> 10 : 1);
+}
+
+/**
+ * The shared buffer's first `kib` KiB, one view per size made once: net keeps the next read's
+ * buffer on the socket until data arrives, so a fresh view per read would live as long as the
+ * gap between reads and be promoted to the old generation on every slow stream.
+ */
+const readViews: Buffer[] = [];
+function readView(kib: number): Buffer {
+  return (readViews[kib] ??= sharedReadBuffer.subarray(0, kib << 10));
 }
 
 /** The call whose `fetch()` is running: node-fetch builds its `ClientRequest` synchronously inside `fetch()`, so the agent's `addRequest` sees it. */

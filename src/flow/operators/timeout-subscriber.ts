@@ -17,8 +17,12 @@ import { OperatorSubscriber } from './operator-subscriber';
  */
 export abstract class TimeoutSubscriber<T> extends OperatorSubscriber<T, T> {
   private timer: RxSubscription | undefined;
-  /** When the armed deadline passes (scheduler time, ms); `undefined` when disarmed. */
-  private deadline: number | undefined;
+  /**
+   * When the armed deadline passes (scheduler time, ms); `NaN` when disarmed. Always a number, so
+   * V8 keeps the field as an unboxed double updated in place: `undefined` there would make every
+   * re-arm allocate a heap number, kept until the next element and promoted on a slow stream.
+   */
+  private deadline = Number.NaN;
 
   constructor(
     actual: Subscriber<T>,
@@ -31,7 +35,7 @@ export abstract class TimeoutSubscriber<T> extends OperatorSubscriber<T, T> {
   }
 
   protected get armed(): boolean {
-    return this.deadline !== undefined;
+    return !Number.isNaN(this.deadline);
   }
 
   /** Starts the deadline (restarting it when already armed). `Infinity` never arms. */
@@ -44,7 +48,7 @@ export abstract class TimeoutSubscriber<T> extends OperatorSubscriber<T, T> {
 
   /** Forgets the deadline; the scheduled action, if any, finds none and stops. */
   protected disarm(): void {
-    this.deadline = undefined;
+    this.deadline = Number.NaN;
   }
 
   private schedule(delay: number): void {
@@ -60,7 +64,7 @@ export abstract class TimeoutSubscriber<T> extends OperatorSubscriber<T, T> {
 
   private onTimer(action: SchedulerAction<TimeoutSubscriber<T>>): void {
     const deadline = this.deadline;
-    if (deadline === undefined || this.done || this.cancelled) {
+    if (Number.isNaN(deadline) || this.done || this.cancelled) {
       this.timer = undefined;
       return;
     }
@@ -70,13 +74,13 @@ export abstract class TimeoutSubscriber<T> extends OperatorSubscriber<T, T> {
       return;
     }
     this.timer = undefined;
-    this.deadline = undefined;
+    this.deadline = Number.NaN;
     this.fail(new TimeoutError(this.kind, this.timeoutMs));
   }
 
   /** Disarms and cancels the scheduled action itself (terminal signals, cancel). */
   private stopTimer(): void {
-    this.deadline = undefined;
+    this.deadline = Number.NaN;
     const timer = this.timer;
     this.timer = undefined;
     timer?.unsubscribe();

@@ -62,6 +62,11 @@ const BLANK = Buffer.from('\n\n');
 function frameStep(adapter: ProviderAdapter): (frame: SseFrame) => Step {
   const decode = adapter.decoder();
   let parsed: SseEvent | undefined;
+  // Made here, not inside the step: a closure made there would keep that step's context (its
+  // frame's bytes) alive for as long as the stream, about 0.5 KB per stream.
+  const onEvent = (e: SseEvent): void => {
+    parsed = e;
+  };
   // Made on the first frame that needs it (most streams after the first text never do). Frames
   // hold whole blocks within the splitter's limits: one event at most per block fed.
   let parser: SseParser | undefined;
@@ -81,7 +86,7 @@ function frameStep(adapter: ProviderAdapter): (frame: SseFrame) => Step {
       const at = bytes.indexOf(BLANK, pos);
       const end = at === -1 ? bytes.length : at + 2;
       parsed = undefined;
-      parser ??= createSseParser({ onEvent: (e) => (parsed = e), maxLineBytes: Infinity, maxEventBytes: Infinity });
+      parser ??= createSseParser({ onEvent, maxLineBytes: Infinity, maxEventBytes: Infinity });
       parser.feed(bytes.subarray(pos, end));
       const start = pos;
       pos = end;
