@@ -175,8 +175,11 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
   /** Elements that arrived while the socket was full: at most one requested batch. */
   private readonly held = new ArrayQueue<Chunk>();
   private heldBytes = 0;
-  /** Chunks written this tick, sent as one `res.write()` at the end of the tick. */
-  /** `undefined` when empty: an emptied batch is not replaced by a fresh array kept until the next write (promoted by the GC on a slow stream). */
+  /**
+   * Chunks written this tick, sent as one `res.write()` at the end of the tick; `undefined` when
+   * empty, not a fresh array that a slow stream would keep until its next element (and the GC
+   * would promote).
+   */
   private batch: Chunk[] | undefined;
   private batchBytes = 0;
   private flushScheduled = false;
