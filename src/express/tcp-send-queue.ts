@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { closeSync, openSync, readSync } from 'node:fs';
 import { isIPv4, isIPv6, type Socket } from 'node:net';
 
 /**
@@ -24,16 +24,49 @@ export function kernelSendQueueBytes(socket: Socket, maxAgeMs = 200): number | u
     table = readTable();
     tableReadAt = now;
   }
-  return table?.get(key(local, localPort, remote, remotePort));
+  return table === undefined ? undefined : txQueue(table, `: ${local}:${hex4(localPort)} ${remote}:${hex4(remotePort)} `);
 }
 
-let table: Map<string, number> | undefined;
+/**
+ * The last table read: both files' text in one reused buffer, searched per socket. No per-row
+ * objects: the table is kept for `maxAgeMs`, long enough for the young-generation GC to promote
+ * whatever a read allocates, and a stall check runs every second for every full socket.
+ */
+let table: Buffer | undefined;
 let tableReadAt = 0;
+let tableBuffer = Buffer.allocUnsafeSlow(64 * 1024);
 let unavailable = process.platform !== 'linux';
 
-/** Both ends, addresses included: two clients behind different addresses may share a source port. */
-function key(localAddress: string, localPort: number, remoteAddress: string, remotePort: number): string {
-  return `${localAddress}:${localPort}>${remoteAddress}:${remotePort}`;
+function hex4(port: number): string {
+  return port.toString(16).toUpperCase().padStart(4, '0');
+}
+
+/**
+ * `tx_queue` of the row whose local and remote ends are `needle` (`": LOCAL:PORT REMOTE:PORT "`,
+ * both ends: two clients behind different addresses may share a source port). Fixed layout
+ * (net/ipv4/tcp_ipv4.c get_tcp4_sock, tcp6 alike): `sl: LOCAL:PORT REMOTE:PORT ST TX:RX ...`, the
+ * state 2 hex digits and the queues 8. A socket in TIME_WAIT (state 06) is not a live one.
+ */
+function txQueue(text: Buffer, needle: string): number | undefined {
+  const at = text.indexOf(needle, 0, 'latin1');
+  if (at === -1) return undefined;
+  const state = at + needle.length;
+  if (text[state] === 0x30 && text[state + 1] === 0x36) return undefined;
+  let tx = 0;
+  for (let i = state + 3; i < state + 11; i++) {
+    const digit = hexDigit(text[i]);
+    if (digit === -1) return undefined;
+    tx = tx * 16 + digit;
+  }
+  return tx;
+}
+
+function hexDigit(c: number | undefined): number {
+  if (c === undefined) return -1;
+  if (c >= 0x30 && c <= 0x39) return c - 0x30;
+  if (c >= 0x41 && c <= 0x46) return c - 0x37;
+  if (c >= 0x61 && c <= 0x66) return c - 0x57;
+  return -1;
 }
 
 /**
@@ -81,40 +114,42 @@ function ipBytes(address: string): Uint8Array | undefined {
   return out;
 }
 
-function readTable(): Map<string, number> | undefined {
+function readTable(): Buffer | undefined {
   if (unavailable) return undefined;
-  const map = new Map<string, number>();
+  let length = 0;
   let any = false;
   for (const file of ['/proc/net/tcp', '/proc/net/tcp6']) {
-    let text: string;
+    let fd: number;
     try {
-      text = readFileSync(file, 'latin1');
+      fd = openSync(file, 'r');
     } catch {
       continue;
     }
     any = true;
-    // Fixed layout (net/ipv4/tcp_ipv4.c get_tcp4_sock, tcp6 alike): "sl: LOCAL:PORT REMOTE:PORT ST TX:RX ...",
-    // addresses 8 (v4) or 32 (v6) hex digits, ports 4, state 2, queues 8. Parsed at offsets, not
-    // split: a busy host lists thousands of sockets, most of them in TIME_WAIT.
-    let at = text.indexOf('\n') + 1; // skip the header
-    while (at > 0 && at < text.length) {
-      const next = text.indexOf('\n', at);
-      const sl = text.indexOf(':', at);
-      const localPortAt = text.indexOf(':', sl + 1) + 1;
-      const remotePortAt = text.indexOf(':', localPortAt + 5) + 1;
-      const timeWait = text.charCodeAt(remotePortAt + 5) === 0x30 && text.charCodeAt(remotePortAt + 6) === 0x36; // state 06
-      if (sl > 0 && localPortAt > 0 && remotePortAt > 0 && !timeWait) {
-        const localAddress = text.slice(sl + 2, localPortAt - 1);
-        const remoteAddress = text.slice(localPortAt + 5, remotePortAt - 1);
-        const localPort = parseInt(text.slice(localPortAt, localPortAt + 4), 16);
-        const remotePort = parseInt(text.slice(remotePortAt, remotePortAt + 4), 16);
-        const txQueue = parseInt(text.slice(remotePortAt + 8, remotePortAt + 16), 16);
-        if (localPort >= 0 && remotePort >= 0 && txQueue >= 0) map.set(key(localAddress, localPort, remoteAddress, remotePort), txQueue);
+    try {
+      // procfs files have no size: read until end of file, growing the buffer as needed.
+      for (;;) {
+        if (length === tableBuffer.length) grow(length);
+        const n = readSync(fd, tableBuffer, length, tableBuffer.length - length, null);
+        if (n === 0) break;
+        length += n;
       }
-      if (next === -1) break;
-      at = next + 1;
+    } catch {
+      // a file that breaks mid-read: what was read is still searched
+    } finally {
+      closeSync(fd);
     }
+    // tcp6 rows after tcp's: a newline between them keeps rows apart.
+    if (length === tableBuffer.length) grow(length);
+    tableBuffer[length++] = 0x0a;
   }
   if (!any) unavailable = true;
-  return any ? map : undefined;
+  return any ? tableBuffer.subarray(0, length) : undefined;
+}
+
+/** Doubles the table buffer, keeping its first `length` bytes. */
+function grow(length: number): void {
+  const grown = Buffer.allocUnsafeSlow(tableBuffer.length * 2);
+  tableBuffer.copy(grown, 0, 0, length);
+  tableBuffer = grown;
 }
