@@ -221,6 +221,8 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
     }
     if (this.finished) return;
     this.commit();
+    const heartbeatMs = options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
+    if (heartbeatMs > 0) this.armHeartbeat(heartbeatMs);
     this.request();
   }
 
@@ -367,6 +369,7 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
     return Math.max(10, Math.min(1000, Math.floor(stallMs / 5)));
   }
 
+  /** Sends the headers, and queues the retry hint first in the batch; `start()` arms the heartbeat (a stream that already finished gets none). */
   private commit(): void {
     const { res, options } = this;
     if (res.headersSent) return;
@@ -383,8 +386,6 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
       const hint = toChunk({ retry: options.retryMs });
       this.write(hint, hint.length);
     }
-    const heartbeatMs = options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
-    if (heartbeatMs > 0) this.armHeartbeat(heartbeatMs);
   }
 
   private request(): void {
@@ -512,6 +513,9 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
     // Elements held for a full socket and what was written this tick still go out before a clean
     // or error end (at most one requested batch, already counted); not to a gone peer.
     const peerGone = outcome === 'client_closed' || outcome === 'stalled';
+    // A flow that completes as it is subscribed ends before start() commits: the headers and the
+    // retry hint go now, ahead of the batch taken below.
+    if (outcome === 'completed' && !res.headersSent) this.commit();
     if (!peerGone) for (const chunk of this.held) this.write(chunk, chunk.length);
     this.held.clear();
     this.heldBytes = 0;
@@ -535,10 +539,7 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
       if (res.socket !== null) this.lingerAfterStall(res.socket);
     } else if (!res.headersSent) {
       res.off('error', this.onResError);
-      if (outcome === 'completed') {
-        this.commit();
-        this.endWith(pending, options.terminalEvent);
-      } else (options.sendHttpError ?? sendHttpError)(res, error);
+      (options.sendHttpError ?? sendHttpError)(res, error);
     } else {
       // Keep an 'error' listener: a peer reset during the last write must not crash the process.
       const tail = outcome === 'completed' ? options.terminalEvent : (options.formatError ?? formatError)(error);
