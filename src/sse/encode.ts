@@ -3,15 +3,15 @@
  */
 export interface SseEventInit {
   /** The `id` field. Must not contain CR, LF or NUL. */
-  id?: string;
+  id?: string | undefined;
   /** The `event` field (the event type). Must not contain CR or LF. */
-  event?: string;
+  event?: string | undefined;
   /** The `retry` field: the client's reconnection time in ms, a non-negative integer. */
-  retry?: number;
+  retry?: number | undefined;
   /** The event data; split on CRLF, LF and CR into one `data: ` line each. */
-  data?: string;
+  data?: string | undefined;
   /** Comment text, written first; split on CRLF, LF and CR into one `: ` line each. */
-  comment?: string;
+  comment?: string | undefined;
 }
 
 const LINE_BREAK = /\r\n|\r|\n/;
