@@ -1,5 +1,5 @@
 'use strict';
-// tidegate benchmark harness: `npm run bench` (full, ~20 min) or `npm run bench:quick` (< 2 min).
+// tidegate benchmark harness: `npm run bench` (full, ~17–20 min) or `npm run bench:quick` (< 2 min).
 // Starts a fake upstream, each system under test (naive proxy, pipeline() proxy, nginx, tidegate)
 // and a load generator, all on 127.0.0.1, runs S1–S4, the stability map and micro-benchmarks,
 // prints tables, writes bench/results/*.json, docs/img/bench-*.svg and docs/benchmarks.md.
@@ -592,7 +592,7 @@ async function runS3() {
     table(
       `${key}: ${p.clients} clients × ${p.rate} events/s (${how}), emit→receive latency`,
       ['target', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'p99 after 1st s', 'events', 'completed'],
-      Object.entries(rows).map(([n, r]) => (r.error ? [n, 'ERROR: ' + r.error.slice(0, 60)] : [n, r.p50?.toFixed(2), r.p90?.toFixed(2), r.p99?.toFixed(2), r.max?.toFixed(1), r.steady?.p99?.toFixed(2), r.n, `${r.completed}/${r.total}`])),
+      Object.entries(rows).map(([n, r]) => (r.error ? [n, 'ERROR: ' + r.error.slice(0, 60)] : [n, r.p50?.toFixed(2), r.p90?.toFixed(2), r.p99?.toFixed(2), r.max?.toFixed(1), r.steady?.p99 !== undefined ? r.steady.p99.toFixed(2) : 'n/a (run ≤ 1 s)', r.n, `${r.completed}/${r.total}`])),
     );
   }
 }

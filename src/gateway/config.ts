@@ -92,7 +92,7 @@ const routeSchema = z.object({
   headers: z.record(z.string(), z.string()).optional(),
   /** `false`: ask the upstream for a non-stream answer and return it as one JSON (openai, anthropic). */
   stream: z.boolean().default(true),
-  /** Reconnect to the upstream with Last-Event-ID (passthrough; reserved for the SSE client). */
+  /** Passthrough only: reconnect a dropped upstream with `Last-Event-ID` (resumable relay, docs/gateway.md). */
   resumable: z.boolean().default(false),
   /** Passthrough only: the event that ends the stream; EOF without it is ERR_TIDEGATE_UPSTREAM_TRUNCATED. */
   terminator: z.object({ event: z.string().optional(), data: z.string().optional() }).optional(),
