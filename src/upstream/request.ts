@@ -65,7 +65,7 @@ function nextReadBuffer(): Buffer {
   if (call === undefined || !call.readsSized()) return defaultReadView;
   const bytes = (call.request.readBytes as (unreadBytes: number) => number)(call.bufferedBytes());
   if (bytes >= UPSTREAM_MAX_READ_BYTES) return sharedReadBuffer;
-  return readView(bytes > UPSTREAM_MIN_READ_BYTES ? bytes >> 10 : 1);
+  return readView((bytes > UPSTREAM_MIN_READ_BYTES ? bytes : UPSTREAM_MIN_READ_BYTES) >> 10);
 }
 
 /**
