@@ -9,7 +9,7 @@ export interface BackoffInput {
   /** A uniform random number in [0, 1). */
   random: () => number;
   /** A server-mandated minimum wait in ms (`Retry-After` of a 429/503), if any. */
-  retryAfterMs?: number;
+  retryAfterMs?: number | undefined;
 }
 
 /**

@@ -36,45 +36,45 @@ export interface SseReconnectInfo {
 /** Options for {@link connectSse}. All durations are in ms, sizes in bytes. */
 export interface ConnectSseOptions {
   /** HTTP method (default `'GET'`). */
-  method?: string;
+  method?: string | undefined;
   /** Extra request headers; `Accept`, `Cache-Control`, `Accept-Encoding` and `Last-Event-ID` are set by the client unless given here. */
-  headers?: Record<string, string>;
+  headers?: Record<string, string> | undefined;
   /** Request body, re-sent on every reconnect (so a string or bytes, not a stream). */
-  body?: string | Uint8Array<ArrayBuffer>;
+  body?: string | Uint8Array<ArrayBuffer> | undefined;
   /** Aborting it ends the flow with `error(signal.reason)` and releases the connection. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /** The `Last-Event-ID` of the first request, e.g. forwarded from a resuming downstream client. */
-  lastEventId?: string;
+  lastEventId?: string | undefined;
   /** Reconnect after a network error, an idle timeout or an EOF (default `true`). `false`: EOF completes, errors fail. */
-  reconnect?: boolean;
+  reconnect?: boolean | undefined;
   /** Failed attempts in a row (connections and reconnects) before the flow fails (default `Infinity`). An event delivered resets the count. */
-  maxAttempts?: number;
+  maxAttempts?: number | undefined;
   /** Base of the exponential backoff when the server sent no `retry:` field (default 1000 ms). */
-  initialDelayMs?: number;
+  initialDelayMs?: number | undefined;
   /** Ceiling of the backoff window (default 30000 ms). A `Retry-After` may exceed it. */
-  maxDelayMs?: number;
+  maxDelayMs?: number | undefined;
   /** No bytes at all (heartbeats included) for this long while waiting for headers or while events are requested = network error (default: off). */
-  idleTimeoutMs?: number;
+  idleTimeoutMs?: number | undefined;
   /** True for the event that ends the stream cleanly (e.g. OpenAI's `data: [DONE]`): it is delivered, then the flow completes without reconnecting. */
-  isTerminal?: (event: SseEvent) => boolean;
+  isTerminal?: ((event: SseEvent) => boolean) | undefined;
   /** The fetch to use (default node-fetch 2). Native fetch / undici are accepted (WHATWG body). */
-  fetch?: SseFetch;
+  fetch?: SseFetch | undefined;
   /** The HTTP agent for node-fetch (default {@link defaultSseAgent}: a keep-alive pool of its own). */
-  agent?: http.Agent | ((url: URL) => http.Agent);
+  agent?: http.Agent | ((url: URL) => http.Agent) | undefined;
   /** Uniform random numbers in [0, 1) for the jitter (default `Math.random`; inject for tests). */
-  random?: () => number;
+  random?: (() => number) | undefined;
   /** Largest SSE line, bytes (default 1 MiB); exceeding it fails the flow with `SseLimitError`, no reconnect. */
-  maxLineBytes?: number;
+  maxLineBytes?: number | undefined;
   /** Largest SSE event data, bytes (default 1 MiB); exceeding it fails the flow with `SseLimitError`, no reconnect. */
-  maxEventBytes?: number;
+  maxEventBytes?: number | undefined;
   /** How much of an error response body is kept in `SseHttpError.body` (default 64 KiB). */
-  maxErrorBodyBytes?: number;
+  maxErrorBodyBytes?: number | undefined;
   /** Called when a connection opened (before any of its events), or on a 204. */
-  onOpen?: (response: SseResponseInfo) => void;
+  onOpen?: ((response: SseResponseInfo) => void) | undefined;
   /** Called when a reconnect is scheduled. */
-  onReconnect?: (info: SseReconnectInfo) => void;
+  onReconnect?: ((info: SseReconnectInfo) => void) | undefined;
   /** Called for each comment line (`: ping` heartbeats), text after the colon. */
-  onComment?: (comment: string) => void;
+  onComment?: ((comment: string) => void) | undefined;
 }
 
 /**

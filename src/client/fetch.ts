@@ -13,11 +13,11 @@ import { fromReadableStream } from '../flow/sources/readable-stream';
 export interface SseFetchInit {
   method: string;
   headers: Record<string, string>;
-  body?: string | Uint8Array<ArrayBuffer>;
+  body?: string | Uint8Array<ArrayBuffer> | undefined;
   /** Aborted when the client tears the connection down (cancel, idle timeout, reconnect). */
   signal: AbortSignal;
-  agent?: http.Agent;
-  compress?: boolean;
+  agent?: http.Agent | undefined;
+  compress?: boolean | undefined;
 }
 
 /**

@@ -28,7 +28,7 @@ export interface StreamResult {
   /** Body bytes handed to `res.write()` (heartbeats included). */
   bytes: number;
   /** ms from subscription to the first element, if one arrived. */
-  ttftMs?: number;
+  ttftMs?: number | undefined;
   /** ms from subscription to the end. */
   durationMs: number;
   /** Most bytes this stream held at once: chain buffers + unsent bridge bytes + `res.writableLength`. */
@@ -44,7 +44,7 @@ export type BridgeElement = SseEventInit | Uint8Array | SseFrame;
 /** Options of {@link sendFlow} and the `sse()` middleware. Units in the names. */
 export interface SendFlowOptions {
   /** Events requested per batch (default 16). Replenished when half were written (Reactor `limitRate` 50%). */
-  prefetch?: number;
+  prefetch?: number | undefined;
   /**
    * The per-stream byte budget (default 262144 = 256 KiB): bytes held by the chain's buffering
    * operators (those given the same {@link ByteBudget}) plus bytes the bridge holds, plus
@@ -52,9 +52,9 @@ export interface SendFlowOptions {
    * `ERR_TIDEGATE_OVERFLOW`. Must exceed the socket's `writableHighWaterMark` (16 KiB) plus a
    * batch of events.
    */
-  maxBufferedBytes?: number;
+  maxBufferedBytes?: number | undefined;
   /** A budget shared with the chain's operators; built from `maxBufferedBytes` when absent. */
-  budget?: ByteBudget;
+  budget?: ByteBudget | undefined;
   /**
    * The largest element the flow emits, bytes, when known (the byte relay's frames). Demand is
    * then counted in bytes as well: an element is requested only while the budget has room for it
@@ -64,37 +64,37 @@ export interface SendFlowOptions {
    * otherwise the bridge requests one element at a time, which then may overflow. An element
    * larger than this ends the stream with `SseLimitError('event', maxElementBytes)`.
    */
-  maxElementBytes?: number;
+  maxElementBytes?: number | undefined;
   /**
    * With `maxElementBytes`: bytes the budget must keep free for holders that grow without being
    * requested (e.g. the upstream reader filling up to its high-water mark).
    */
-  reserveBytes?: () => number;
+  reserveBytes?: (() => number) | undefined;
   /** End a stream whose socket accepted nothing for this long (default 30000 ms, like nginx `send_timeout`; 0 disables). */
-  stallTimeoutMs?: number;
+  stallTimeoutMs?: number | undefined;
   /** Write `: ping` after this much silence (default 15000 ms; 0 disables). */
-  heartbeatMs?: number;
+  heartbeatMs?: number | undefined;
   /** Send a `retry:` reconnection hint (ms) at the start. */
-  retryMs?: number;
+  retryMs?: number | undefined;
   /** Extra response headers. */
-  headers?: Record<string, string>;
+  headers?: Record<string, string> | undefined;
   /** Written after the flow completes, before the response ends (e.g. OpenAI's `data: [DONE]`). */
-  terminalEvent?: BridgeElement;
+  terminalEvent?: BridgeElement | undefined;
   /** Writes an error after headers were sent; default `event: error` with `{"code","message"}`. */
-  formatError?: (error: unknown) => BridgeElement;
+  formatError?: ((error: unknown) => BridgeElement) | undefined;
   /** Writes an error before headers were sent; default: status from `error.status` or 500, JSON `{error:{code,message}}`. */
-  sendHttpError?: (res: ServerResponse, error: unknown) => void;
+  sendHttpError?: ((res: ServerResponse, error: unknown) => void) | undefined;
   /** Aborting it ends the stream with the signal's reason (e.g. a shutdown deadline). */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /** Called once with what the stream did. */
-  onFinish?: (result: StreamResult) => void;
+  onFinish?: ((result: StreamResult) => void) | undefined;
   /** Called when the first element arrives (time to first token). */
-  onFirstElement?: () => void;
+  onFirstElement?: (() => void) | undefined;
   /**
    * Called whenever the bridge may take more: after each element, each flush and on `'drain'`,
    * before it requests. The byte relay resumes an upstream read it held for want of room here.
    */
-  onWritable?: () => void;
+  onWritable?: (() => void) | undefined;
 }
 
 /** The running stream returned by {@link sendFlow}. */

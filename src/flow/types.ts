@@ -26,7 +26,7 @@ export interface Subscription {
  */
 export interface FlowContext {
   /** Receives every element an operator drops, evicts or clears on cancel/error. */
-  readonly onDiscard?: (value: unknown) => void;
+  readonly onDiscard?: ((value: unknown) => void) | undefined;
 }
 
 /**

@@ -14,13 +14,13 @@ import { relay, type StreamPolicyFn } from './relay';
 /** What {@link createGatewayApp} needs besides the config. */
 export interface GatewayDeps {
   /** Default: a JSON logger on stdout. */
-  logger?: Logger;
+  logger?: Logger | undefined;
   /** The upstream base URL actually used (config or the embedded simulator); default `config.upstream.url`. */
-  upstreamUrl?: string;
+  upstreamUrl?: string | undefined;
   /** User-written operator chains by route path, e.g. `{ '/v1/chat/completions': (events) => events.pipe(…) }`. */
-  policies?: Readonly<Record<string, StreamPolicyFn>>;
+  policies?: Readonly<Record<string, StreamPolicyFn>> | undefined;
   /** Metrics to record into (default: a fresh registry per app). */
-  metrics?: GatewayMetrics;
+  metrics?: GatewayMetrics | undefined;
 }
 
 /** Controls of a gateway app: readiness, live streams, metrics and the drain used on shutdown. */

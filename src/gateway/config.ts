@@ -177,7 +177,7 @@ export interface ResolvedRoute {
   headers: Record<string, string>;
   stream: boolean;
   resumable: boolean;
-  terminator: { event?: string; data?: string } | undefined;
+  terminator: { event?: string | undefined; data?: string | undefined } | undefined;
   policy: StreamPolicy;
   timeouts: UpstreamTimeouts;
   retry: RetrySettings;
@@ -281,12 +281,12 @@ export function setField(target: Record<string, unknown>, path: string, value: s
 /** Inputs of {@link loadConfig}, lowest precedence first: file, environment, overrides (CLI flags). */
 export interface LoadConfigOptions {
   /** A YAML or JSON file. */
-  file?: string;
-  env?: NodeJS.ProcessEnv;
+  file?: string | undefined;
+  env?: NodeJS.ProcessEnv | undefined;
   /** Dotted field → value (CLI flags), applied last. */
-  overrides?: Readonly<Record<string, string | number | undefined>>;
+  overrides?: Readonly<Record<string, string | number | undefined>> | undefined;
   /** Routes appended to the configured (or default) ones, e.g. from `--passthrough`. */
-  extraRoutes?: readonly Record<string, unknown>[];
+  extraRoutes?: readonly Record<string, unknown>[] | undefined;
 }
 
 /**

@@ -4,11 +4,11 @@ import type Transport from 'winston-transport';
 /** Options of {@link createLogger}. */
 export interface LoggerOptions {
   /** winston level (default `LOG_LEVEL` or `info`). */
-  level?: string;
+  level?: string | undefined;
   /** Log nothing (tests). */
-  silent?: boolean;
+  silent?: boolean | undefined;
   /** Transports instead of the default stdout Console (tests capture lines this way). */
-  transports?: Transport[];
+  transports?: Transport[] | undefined;
 }
 
 /**

@@ -24,7 +24,7 @@ export class GatewayMetrics {
   readonly duration: Histogram<'route' | 'outcome'>;
   private readonly live = new Set<LiveStream>();
 
-  constructor(options: { defaultMetrics?: boolean } = {}) {
+  constructor(options: { defaultMetrics?: boolean | undefined } = {}) {
     const registry = (this.registry = new Registry());
     const live = this.live;
     this.activeStreams = new Gauge({ name: 'tidegate_active_streams', help: 'Streams being relayed now.', labelNames: ['route'], registers: [registry] });

@@ -57,7 +57,7 @@ export interface RelayOptions {
   adapter: ProviderAdapter;
   logger: Logger;
   metrics: GatewayMetrics;
-  policy?: StreamPolicyFn;
+  policy?: StreamPolicyFn | undefined;
   /** Aborted (with a ShutdownError) when the shutdown grace period is over. */
   shutdown: AbortSignal;
   /** Called with the stream's abort function while it runs; the return value unregisters it. */

@@ -16,7 +16,7 @@ export interface RunningGateway {
   server: Server;
   app: GatewayApp;
   /** The embedded simulator, when no upstream URL was configured. */
-  simulator?: Simulator;
+  simulator?: Simulator | undefined;
   /**
    * Graceful stop: stops accepting connections, `/readyz` answers 503, running streams may
    * finish for `graceMs` (default `config.shutdown.graceMs`), the rest end with
@@ -31,7 +31,7 @@ export interface RunningGateway {
  * Starts the standalone gateway: the embedded simulated upstream when `config.upstream.url` is
  * absent, then the HTTP server on `config.host:config.port` (port 0 = ephemeral).
  */
-export async function startGateway(config: GatewayConfig, options: Omit<GatewayDeps, 'upstreamUrl'> & { logger?: Logger } = {}): Promise<RunningGateway> {
+export async function startGateway(config: GatewayConfig, options: Omit<GatewayDeps, 'upstreamUrl'> & { logger?: Logger | undefined } = {}): Promise<RunningGateway> {
   const logger = options.logger ?? createLogger();
   let upstreamUrl = config.upstream.url;
   let simulator: Simulator | undefined;

@@ -8,19 +8,19 @@ import { telemetryFlow } from './telemetry';
 /** Options of {@link playgroundRouter}. Units in the names. */
 export interface PlaygroundOptions {
   /** Runs streaming at once, across all visitors (default 4; compare mode uses 2). Beyond it `POST /runs` answers 429. */
-  maxConcurrentRuns?: number;
+  maxConcurrentRuns?: number | undefined;
   /** Hard end of a run, ms after its start (default 60000, also the maximum). */
-  maxRunMs?: number;
+  maxRunMs?: number | undefined;
   /** Where the unbounded-buffer demo is stopped, bytes (default 8 MiB, maximum 64 MiB). */
-  unboundedCapBytes?: number;
+  unboundedCapBytes?: number | undefined;
   /** Telemetry sampling period, ms (default 100). */
-  telemetryIntervalMs?: number;
+  telemetryIntervalMs?: number | undefined;
   /** The bridge's `stallTimeoutMs` for playground runs (default 10000). */
-  stallTimeoutMs?: number;
+  stallTimeoutMs?: number | undefined;
   /** A created run that nobody streams is dropped after this long, ms (default 10000). */
-  startTimeoutMs?: number;
+  startTimeoutMs?: number | undefined;
   /** A finished run's final telemetry stays readable this long, ms (default 30000). */
-  retainMs?: number;
+  retainMs?: number | undefined;
 }
 
 /** The router, plus what its owner needs for shutdown and health. */

@@ -24,7 +24,7 @@ export interface RunNote {
 export interface StageSample {
   name: string;
   /** Demand this stage has received and not yet served, elements; `null` = unbounded (∞); absent for the socket stage. */
-  outstanding?: number | null;
+  outstanding?: number | null | undefined;
   /** Bytes held in this stage now. */
   bufferedBytes: number;
   /** The byte bound of this stage, `null` when it has none. */
@@ -59,7 +59,7 @@ export interface RunSample {
   /** ms from start to the first overflow, if any: the measured "seconds absorbed". */
   firstOverflowMs: number | null;
   notes: RunNote[];
-  outcome: { outcome: string; code?: string; message?: string } | null;
+  outcome: { outcome: string; code?: string | undefined; message?: string | undefined } | null;
 }
 
 /** Limits a run is held to. */

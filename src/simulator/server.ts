@@ -10,29 +10,29 @@ import { BUILTIN_TRANSCRIPTS, findTranscript, Transcript } from './transcripts';
 /** Options of {@link createSimulator}; all may be changed later with `configure()`. */
 export interface SimulatorOptions {
   /** Replay rate in tokens per second (default 50). `Infinity`: as fast as backpressure allows. */
-  tokensPerSecond?: number;
+  tokensPerSecond?: number | undefined;
   /** Time to first token in ms: delay between the request and the status line (default 300). */
-  ttftMs?: number;
+  ttftMs?: number | undefined;
   /** Transcript for a `model` that names none (default `'sim'`). */
-  defaultTranscript?: string;
+  defaultTranscript?: string | undefined;
   /** Extra transcripts by name; they shadow the built-in ones. */
-  transcripts?: Readonly<Record<string, Transcript>>;
+  transcripts?: Readonly<Record<string, Transcript>> | undefined;
   /** Fault for requests without an `x-sim-fault` header (default `'none'`). */
-  fault?: SimFault;
+  fault?: SimFault | undefined;
   /** Tokens written before a mid-stream fault (default 3; capped at the transcript length). */
-  faultAfterTokens?: number;
+  faultAfterTokens?: number | undefined;
   /** `Retry-After` value in seconds for `status:429|503|529` (default 1). */
-  retryAfterSeconds?: number;
+  retryAfterSeconds?: number | undefined;
   /** Split multi-byte characters across two writes for every transcript (default false). */
-  splitUtf8?: boolean;
+  splitUtf8?: boolean | undefined;
   /** Pause between the two halves of a split frame, ms (default 5). */
-  splitDelayMs?: number;
+  splitDelayMs?: number | undefined;
   /** Largest request body accepted, bytes (default 1 MiB); larger gets 413. */
-  maxBodyBytes?: number;
+  maxBodyBytes?: number | undefined;
   /** Honour the `x-sim-*` request headers (default true). */
-  allowHeaderOverrides?: boolean;
+  allowHeaderOverrides?: boolean | undefined;
   /** How many finished request records `requests` keeps (default 1000). */
-  maxRecords?: number;
+  maxRecords?: number | undefined;
 }
 
 /** How a simulated exchange ended. */

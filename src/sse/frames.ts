@@ -34,14 +34,14 @@ export interface FrameSplitterOptions {
    * {@link DEFAULT_MAX_EVENT_BYTES} (1 MiB). A larger block signals {@link SseLimitError}
    * (`limit: 'event'`) as soon as its pending bytes exceed the limit.
    */
-  maxEventBytes?: number;
+  maxEventBytes?: number | undefined;
   /**
    * Target frame size, bytes (default 16 KiB): a frame holds as many whole blocks as fit; a
    * single block larger than this is a frame of its own.
    */
-  maxFrameBytes?: number;
+  maxFrameBytes?: number | undefined;
   /** Receives a limit error instead of `feed()` throwing it; the splitter then ignores input until `reset()`. */
-  onError?: (error: SseLimitError) => void;
+  onError?: ((error: SseLimitError) => void) | undefined;
 }
 
 /** A streaming byte → {@link SseFrame} splitter: bytes in, frames out, no I/O. */

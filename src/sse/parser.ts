@@ -21,33 +21,33 @@ export interface SseParserOptions {
   /** Called once per dispatched event, synchronously inside `feed()`. */
   onEvent: (event: SseEvent) => void;
   /** Called with the reconnection time in ms for each `retry` field whose value is all ASCII digits. */
-  onRetry?: (retryMs: number) => void;
+  onRetry?: ((retryMs: number) => void) | undefined;
   /** Called with the text of each comment line (after the `:`, one leading space removed). */
-  onComment?: (comment: string) => void;
+  onComment?: ((comment: string) => void) | undefined;
   /**
    * Called at a dispatch (blank line) whose last event ID buffer differs from the value last
    * reported, before that dispatch's event, and also when no event is dispatched because the data
    * is empty: §9.2.6 "dispatch the event" step 1 sets the source's last event ID string either
    * way, so an `id:`-only block still moves the `Last-Event-ID` a client resumes from.
    */
-  onLastEventId?: (lastEventId: string) => void;
+  onLastEventId?: ((lastEventId: string) => void) | undefined;
   /**
    * Largest line accepted, in bytes, line terminator excluded. Default
    * {@link DEFAULT_MAX_LINE_BYTES} (1 MiB). A longer line signals {@link SseLimitError}
    * (`limit: 'line'`) as soon as its pending bytes exceed the limit, before its end arrives.
    */
-  maxLineBytes?: number;
+  maxLineBytes?: number | undefined;
   /**
    * Largest event data accepted, in input bytes: the `data` values of one event plus the LFs
    * joining them. Default {@link DEFAULT_MAX_EVENT_BYTES} (1 MiB). Exceeding it signals
    * {@link SseLimitError} (`limit: 'event'`).
    */
-  maxEventBytes?: number;
+  maxEventBytes?: number | undefined;
   /**
    * Receives a limit error instead of `feed()` throwing it. Either way the parser stops:
    * later `feed()`/`end()` calls are ignored until `reset()`.
    */
-  onError?: (error: SseLimitError) => void;
+  onError?: ((error: SseLimitError) => void) | undefined;
 }
 
 /** A streaming event-stream parser: bytes in, callbacks out, no I/O. */

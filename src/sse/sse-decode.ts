@@ -5,19 +5,19 @@ import { createSseParser, type SseEvent } from './parser';
 /** Options for {@link sseDecode}: the parser's limits and side callbacks. */
 export interface SseDecodeOptions {
   /** Largest line in bytes (default 1 MiB); see `SseParserOptions.maxLineBytes`. */
-  maxLineBytes?: number;
+  maxLineBytes?: number | undefined;
   /** Largest event data in bytes (default 1 MiB); see `SseParserOptions.maxEventBytes`. */
-  maxEventBytes?: number;
+  maxEventBytes?: number | undefined;
   /** Called for each valid `retry` field, with the reconnection time in ms. */
-  onRetry?: (retryMs: number) => void;
+  onRetry?: ((retryMs: number) => void) | undefined;
   /** Called for each comment line (text after `:`, one leading space removed). */
-  onComment?: (comment: string) => void;
+  onComment?: ((comment: string) => void) | undefined;
   /**
    * Called when the stream's last event ID changes, including by an `id:`-only block that
    * dispatches no event; in stream order with the events, after every earlier event was
    * delivered, so a client resuming from it never skips an event it has not seen.
    */
-  onLastEventId?: (lastEventId: string) => void;
+  onLastEventId?: ((lastEventId: string) => void) | undefined;
 }
 
 /**

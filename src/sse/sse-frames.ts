@@ -5,15 +5,15 @@ import { createFrameSplitter, type SseFrame } from './frames';
 /** Options for {@link sseFrames}. */
 export interface SseFramesOptions {
   /** Largest event block in bytes, lines and line ends included (default 1 MiB). */
-  maxEventBytes?: number;
+  maxEventBytes?: number | undefined;
   /** Target frame size in bytes (default 16 KiB); a larger single block is a frame of its own. */
-  maxFrameBytes?: number;
+  maxFrameBytes?: number | undefined;
   /**
    * Kept equal to the bytes this operator holds: the frames waiting in the queue and the
    * incomplete block carried to the next chunk, for a caller that counts them (e.g. against the
    * stream's `ByteBudget` with `attachExternal(() => queued.bytes)`).
    */
-  queued?: { bytes: number };
+  queued?: { bytes: number } | undefined;
 }
 
 /**

@@ -154,22 +154,22 @@ export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 /** One upstream call. Every timeout is in ms; 0 disables it. */
 export interface UpstreamRequest {
   url: string;
-  method?: 'GET' | 'POST';
-  headers?: Record<string, string>;
-  body?: string | Buffer;
+  method?: 'GET' | 'POST' | undefined;
+  headers?: Record<string, string> | undefined;
+  body?: string | Buffer | undefined;
   /** Aborting it aborts the HTTP request and closes the upstream socket; its reason is what the call rejects or errors with. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /** A new connection must be established within this (default 10000 ms); a reused keep-alive socket is not timed. Signals `TimeoutError('connect')`. */
-  connectTimeoutMs?: number;
+  connectTimeoutMs?: number | undefined;
   /** The first body byte must arrive within this of the call (default 60000 ms). Signals `TimeoutError('first')`. */
-  firstByteTimeoutMs?: number;
+  firstByteTimeoutMs?: number | undefined;
   /** Longest silence between body chunks while the reader has demand (default 0 = off). Signals `TimeoutError('idle')`. */
-  idleTimeoutMs?: number;
+  idleTimeoutMs?: number | undefined;
   /**
    * Called after each read of the response body's socket was handed to the response, before any
    * consumer asked for it: where bytes enter userland, e.g. to record a budget's peak.
    */
-  onRead?: () => void;
+  onRead?: (() => void) | undefined;
   /**
    * Most bytes the next read of the body's socket may take, asked after each read with the bytes
    * the call holds unread ({@link UpstreamStream.bufferedBytes}, known before the call resolves);
@@ -178,7 +178,7 @@ export interface UpstreamRequest {
    * default {@link UPSTREAM_READ_BYTES}. A byte relay passes its budget's free room, so reads are
    * as large as the budget allows and never larger (the smallest read, 1 KiB, excepted).
    */
-  readBytes?: (unreadBytes: number) => number;
+  readBytes?: ((unreadBytes: number) => number) | undefined;
 }
 
 /**

@@ -68,7 +68,7 @@ export function retryDelayMs(error: unknown, attempt: number, policy: RetryPolic
 export async function withRetries<T>(
   attempt: (n: number) => Promise<T>,
   policy: RetryPolicy = {},
-  options: { signal?: AbortSignal; onRetry?: (notice: RetryNotice) => void; random?: () => number } = {},
+  options: { signal?: AbortSignal | undefined; onRetry?: ((notice: RetryNotice) => void) | undefined; random?: (() => number) | undefined } = {},
 ): Promise<T> {
   for (let n = 1; ; n++) {
     try {

@@ -25,30 +25,30 @@ const STRATEGIES: readonly BufferOverflowStrategy[] = ['error', 'drop-latest', '
 /** Options for {@link onBackpressureBuffer}. Without `maxItems` and `maxBytes` the buffer is unbounded. */
 export interface OnBackpressureBufferOptions<T> {
   /** Most elements parked at once, a positive integer (default unbounded). */
-  maxItems?: number;
+  maxItems?: number | undefined;
   /** Most bytes parked at once, as measured by `sizeOf`, at least 1 (default unbounded). */
-  maxBytes?: number;
+  maxBytes?: number | undefined;
   /**
    * Size of one element in bytes. Default: UTF-8 byte length of a string (`Buffer.byteLength`),
    * `byteLength` of a Buffer, typed array, DataView or ArrayBuffer, and for anything else the
    * UTF-8 byte length of `JSON.stringify(value)` (`null`/`undefined` count 0). Must return a
    * finite number >= 0; a throw or an invalid size cancels the upstream and signals the error.
    */
-  sizeOf?: (value: T) => number;
+  sizeOf?: ((value: T) => number) | undefined;
   /** What to do when an element does not fit; default `'error'` as in Reactor. */
-  overflow?: BufferOverflowStrategy;
+  overflow?: BufferOverflowStrategy | undefined;
   /** Receives each element refused or evicted by an overflow, before the discard hooks. */
-  onOverflow?: (value: T) => void;
+  onOverflow?: ((value: T) => void) | undefined;
   /** Receives each element this operator discards, before the context's `onDiscard` hook. */
-  onDiscard?: (value: T) => void;
+  onDiscard?: ((value: T) => void) | undefined;
   /** Called after every change of the parked backlog with its bytes and element count (for metrics). */
-  onBufferChange?: (bufferedBytes: number, bufferedItems: number) => void;
+  onBufferChange?: ((bufferedBytes: number, bufferedItems: number) => void) | undefined;
   /**
    * A per-stream {@link ByteBudget} shared with other stages (and the Express bridge): parked
    * bytes are acquired from it as well, and an element that does not fit it overflows like one
    * that does not fit `maxBytes`. Bytes are released as soon as they leave this buffer.
    */
-  budget?: ByteBudget;
+  budget?: ByteBudget | undefined;
 }
 
 /**

@@ -39,7 +39,7 @@ export interface FlowSink<T> {
 /** Options for {@link createFlow}. */
 export interface CreateFlowOptions {
   /** Default `'buffer'`, as Reactor's `Flux.create`. */
-  overflow?: CreateOverflowStrategy;
+  overflow?: CreateOverflowStrategy | undefined;
 }
 
 /**

@@ -8,16 +8,16 @@ import type { FlowContext, Subscriber, Subscription } from '../types';
 /** Options for {@link fromReadable}. */
 export interface FromReadableOptions {
   /** `destroy()` the stream on cancel (default `true`): closes the socket behind an HTTP body. */
-  destroyOnCancel?: boolean;
+  destroyOnCancel?: boolean | undefined;
   /** Called once on cancel, before the stream is destroyed, e.g. to abort the HTTP request. */
-  onCancel?: () => void;
+  onCancel?: (() => void) | undefined;
   /**
    * Receives the bytes this source holds for its subscriber: chunks read from the stream after a
    * `pause()` raced them, not yet delivered (`byteLength` of a Buffer or typed array, `length` of
    * a string, 0 for other values). Updated as chunks are parked and delivered; with the stream's
    * own `readableLength` it is everything read but not yet handed on.
    */
-  parked?: { bytes: number };
+  parked?: { bytes: number } | undefined;
 }
 
 /**

@@ -21,7 +21,7 @@ export interface Transcript {
    * `res.write()` calls, cut inside that character, with `splitDelayMs` between them, so the
    * character straddles two socket writes (and two HTTP chunks).
    */
-  readonly splitUtf8?: boolean;
+  readonly splitUtf8?: boolean | undefined;
 }
 
 /**

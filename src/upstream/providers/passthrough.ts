@@ -7,9 +7,9 @@ import { reencoder } from './wire';
 /** How a generic upstream marks its end; EOF without it is then `ERR_TIDEGATE_UPSTREAM_TRUNCATED`. */
 export interface PassthroughTerminator {
   /** The event type of the last event, e.g. `done`. */
-  event?: string;
+  event?: string | undefined;
   /** The data of the last event, e.g. `[DONE]`. */
-  data?: string;
+  data?: string | undefined;
 }
 
 /**

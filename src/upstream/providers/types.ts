@@ -3,9 +3,9 @@ import type { SseEvent, SseEventInit, SseFrame } from '../../sse';
 
 /** Token counts a provider reported; each field only when the provider sent it. */
 export interface TokenUsage {
-  inputTokens?: number;
-  outputTokens?: number;
-  totalTokens?: number;
+  inputTokens?: number | undefined;
+  outputTokens?: number | undefined;
+  totalTokens?: number | undefined;
 }
 
 /**
@@ -22,12 +22,12 @@ export interface TokenUsage {
  *   them. Only routes without a user policy relay bytes, so a `StreamPolicyFn` never sees one.
  */
 export type GatewayEvent =
-  | { readonly type: 'delta'; readonly text: string; readonly usage?: TokenUsage; readonly wire: SseEventInit }
+  | { readonly type: 'delta'; readonly text: string; readonly usage?: TokenUsage | undefined; readonly wire: SseEventInit }
   | { readonly type: 'usage'; readonly usage: TokenUsage; readonly wire: SseEventInit }
   | { readonly type: 'error'; readonly error: Error; readonly wire: SseEventInit }
   | { readonly type: 'done'; readonly wire: SseEventInit }
   | { readonly type: 'frame'; readonly wire: SseEventInit }
-  | { readonly type: 'frames'; readonly wire: SseFrame; readonly delta: boolean; readonly usage?: TokenUsage };
+  | { readonly type: 'frames'; readonly wire: SseFrame; readonly delta: boolean; readonly usage?: TokenUsage | undefined };
 
 /** The providers tidegate speaks. */
 export type ProviderName = 'openai' | 'anthropic' | 'passthrough';
