@@ -14,22 +14,7 @@ function scheduler(): TestScheduler {
 }
 
 describe('round 7: timeout deadline NaN when disarmed', () => {
-  it('idleTimeout re-armed by a request after a disarm (no demand) times out ms after that request', () => {
-    const ts = scheduler();
-    ts.run(() => {
-      const pub = new TestPublisher<string>();
-      let at = -1;
-      const rec = record(pub.flow.pipe(idleTimeout<string>(30, ts)), { error: () => (at = ts.now()) });
-      rec.sub.request(1);
-      ts.schedule(() => pub.next('a'), 10); // demand met: disarmed
-      ts.schedule(() => rec.sub.request(1), 100); // re-armed: deadline 130
-      ts.flush();
-      expect(rec.values).toEqual(['a']);
-      expect(at).toBe(130);
-      expect(rec.errors[0]).toMatchObject({ code: 'ERR_TIDEGATE_TIMEOUT', kind: 'idle', timeoutMs: 30 });
-    });
-  });
-
+  // (Re-armed by a request after a disarm: spec/flow/operators/timeouts.spec.ts, 'restarts the full deadline when demand comes back'.)
   it('idleTimeout re-armed before the disarmed timer fired moves that timer to the new deadline', () => {
     const ts = scheduler();
     ts.run(() => {
