@@ -72,7 +72,7 @@ const PROBES: Readonly<Record<string, string>> = {
     };
     export const stream = openUpstreamStream(request);
     export const body = fetchUpstream(request);
-    export const retried = withRetries(async () => 1, {}, { signal: undefined, onRetry: undefined, random: undefined });
+    export const retried = withRetries(async () => 1, { maxAttempts: undefined, baseDelayMs: undefined, maxDelayMs: undefined, maxRetryAfterMs: undefined, retryStatuses: undefined }, { signal: undefined, onRetry: undefined, random: undefined });
     export const adapter = createPassthroughAdapter({ event: undefined, data: undefined });
     export const event: GatewayEvent = { type: 'delta', text: '', wire: { data: '' }, usage: { inputTokens: undefined, outputTokens: undefined, totalTokens: undefined } };
   `,

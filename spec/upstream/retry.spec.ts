@@ -5,6 +5,13 @@ import { retryDelayMs, withRetries } from '../../src/upstream/retry';
 const http = (status: number, retryAfterMs?: number): UpstreamHttpError => new UpstreamHttpError(status, '{}', 'application/json', retryAfterMs);
 
 describe('retryDelayMs', () => {
+  it('takes the default for a policy field given as undefined', () => {
+    const policy = { maxAttempts: undefined, baseDelayMs: undefined, maxDelayMs: undefined, maxRetryAfterMs: undefined, retryStatuses: undefined };
+    expect(retryDelayMs(http(503), 1, policy, () => 0.5)).toBe(125);
+    expect(retryDelayMs(http(503), 3, policy, () => 0.5)).toBeUndefined(); // maxAttempts 3
+    expect(retryDelayMs(http(429, 1000), 1, policy, () => 0)).toBe(1000);
+  });
+
   it('retries 429, 502 and 503', () => {
     for (const s of [429, 502, 503]) expect(retryDelayMs(http(s), 1, {}, () => 0.5)).toBe(125);
   });

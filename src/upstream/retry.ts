@@ -4,15 +4,15 @@ import { UpstreamHttpError, UpstreamResetError } from './errors';
 /** When and how often an upstream call is retried. Delays in ms. */
 export interface RetryPolicy {
   /** Most attempts in all, first included (default 3; 1 = never retry). */
-  maxAttempts?: number;
+  maxAttempts?: number | undefined;
   /** First backoff ceiling (default 250 ms); attempt n waits a random time in [0, min(maxDelayMs, baseDelayMs · 2^(n-1))] ("full jitter"). */
-  baseDelayMs?: number;
+  baseDelayMs?: number | undefined;
   /** Largest backoff (default 8000 ms). */
-  maxDelayMs?: number;
+  maxDelayMs?: number | undefined;
   /** A `Retry-After` longer than this is not waited for: the error goes to the client (default 30000 ms). */
-  maxRetryAfterMs?: number;
+  maxRetryAfterMs?: number | undefined;
   /** Statuses worth another attempt (default 429, 502, 503). Other 4xx never are. */
-  retryStatuses?: readonly number[];
+  retryStatuses?: readonly number[] | undefined;
 }
 
 /** What {@link withRetries} reports before each new attempt. */
@@ -25,12 +25,12 @@ export interface RetryNotice {
   delayMs: number;
 }
 
-const DEFAULTS: Required<RetryPolicy> = {
+const DEFAULTS = {
   maxAttempts: 3,
   baseDelayMs: 250,
   maxDelayMs: 8000,
   maxRetryAfterMs: 30_000,
-  retryStatuses: [429, 502, 503],
+  retryStatuses: [429, 502, 503] as readonly number[],
 };
 
 /**
@@ -44,7 +44,14 @@ const DEFAULTS: Required<RetryPolicy> = {
  * @param random a source in [0, 1) (tests pass a fixed one).
  */
 export function retryDelayMs(error: unknown, attempt: number, policy: RetryPolicy = {}, random: () => number = Math.random): number | undefined {
-  const p = { ...DEFAULTS, ...policy };
+  // Field by field: an explicit `undefined` in the policy means "the default", not "none".
+  const p = {
+    maxAttempts: policy.maxAttempts ?? DEFAULTS.maxAttempts,
+    baseDelayMs: policy.baseDelayMs ?? DEFAULTS.baseDelayMs,
+    maxDelayMs: policy.maxDelayMs ?? DEFAULTS.maxDelayMs,
+    maxRetryAfterMs: policy.maxRetryAfterMs ?? DEFAULTS.maxRetryAfterMs,
+    retryStatuses: policy.retryStatuses ?? DEFAULTS.retryStatuses,
+  };
   if (attempt >= p.maxAttempts) return undefined;
   let retryAfter: number | undefined;
   if (error instanceof UpstreamHttpError) {
