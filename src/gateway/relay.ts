@@ -19,6 +19,7 @@ import type { GatewayEvent, ProviderAdapter, TokenUsage } from '../upstream/prov
 import { fetchUpstream, openUpstreamStream, UPSTREAM_HIGH_WATER_MARK, UPSTREAM_MAX_READ_BYTES, UPSTREAM_MIN_READ_BYTES, UPSTREAM_READ_BYTES, type UpstreamRequest, type UpstreamStream } from '../upstream/request';
 import { openResumableStream } from '../upstream/resumable';
 import { withRetries } from '../upstream/retry';
+import { watchAbort } from './abort-watch';
 import type { ResolvedRoute } from './config';
 import type { Logger } from './logger';
 import type { GatewayMetrics } from './metrics';
@@ -93,7 +94,8 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
   };
   const onShutdown = (): void => abortAll(options.shutdown.reason ?? new ShutdownError());
   if (options.shutdown.aborted) onShutdown();
-  options.shutdown.addEventListener('abort', onShutdown, { once: true });
+  // Not addEventListener: the shutdown signal is shared by every stream (see abort-watch.ts).
+  const unwatchShutdown = watchAbort(options.shutdown, onShutdown);
   const unregister = options.register(abortAll);
   const totalMs = route.timeouts.totalMs;
   const totalTimer = totalMs > 0 ? setTimeout(() => abortAll(new TimeoutError('total', totalMs, `stream exceeded its total time of ${totalMs} ms`)), totalMs) : undefined;
@@ -321,7 +323,7 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
     // The stream is over: an upstream body nobody read to its end (a policy that never subscribed
     // to the events, an answer sent before the stream started) is closed with its call's timers.
     if (!upstreamAbort.signal.aborted) upstreamAbort.abort();
-    options.shutdown.removeEventListener('abort', onShutdown);
+    unwatchShutdown();
     res.off('close', onClientClose);
     unregister();
     metrics.activeStreams.dec({ route: route.path });
