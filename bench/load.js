@@ -10,7 +10,7 @@
 //
 // IPC: {cmd:'start', spec} → {type:'started'}; {cmd:'freeze'} → {type:'frozen'}; {cmd:'unfreeze'} → {type:'unfrozen'};
 //      {cmd:'snapshot'} → {type:'snapshot'};
-//      {cmd:'stop', drainMs, maxDrainMs} → {type:'result'}
+//      {cmd:'stop', drainMs, maxDrainMs, lateMs} → {type:'result'}
 const net = require('node:net');
 const fs = require('node:fs');
 const { performance } = require('node:perf_hooks');
@@ -428,6 +428,16 @@ process.on('message', async (msg) => {
         }
       }
       const summaries = clients.map((c) => c.summary());
+      // Streams still open when the drain stopped are watched for up to lateMs more, to tell a
+      // pause (they end late) from a hang (they do not move); `summaries` keep the drain's verdict.
+      let late = null;
+      const stillOpen = clients.filter((c) => !c.ended);
+      if ((msg.lateMs || 0) > 0 && stillOpen.length > 0) {
+        const lateStart = Date.now();
+        const bytesAt = stillOpen.map((c) => c.rawBytes);
+        while (Date.now() - lateStart < msg.lateMs && stillOpen.some((c) => !c.ended)) await new Promise((r) => setTimeout(r, 100));
+        late = { open: stillOpen.length, endedLater: stillOpen.filter((c) => c.ended).length, movedLater: stillOpen.filter((c, i) => c.rawBytes > bytesAt[i]).length, watchedMs: Date.now() - lateStart };
+      }
       let lat = null;
       if (clients.some((c) => c.latencies)) {
         // `steady`: without each stream's first `warmupEvents` (the connection and relay setup of
@@ -449,7 +459,7 @@ process.on('message', async (msg) => {
         lat = { ...stats(all), steady: warm > 0 ? { warmupEvents: warm, ...stats(steady) } : null };
       }
       for (const c of clients) c.sock.destroy();
-      process.send({ type: 'result', clients: summaries, latency: lat, beforeDrain: msg.beforeDrain || null, drainStartedAt: drainStart, drainedMs: Date.now() - drainStart });
+      process.send({ type: 'result', clients: summaries, latency: lat, beforeDrain: msg.beforeDrain || null, drainStartedAt: drainStart, drainedMs: Date.now() - drainStart, late });
     }
   } catch (e) {
     process.send({ type: 'error', message: String(e && e.stack ? e.stack : e) });

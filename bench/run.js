@@ -30,7 +30,7 @@ const S4_MAX = Math.max(100, Math.floor((fd.hard - 300) / 2)); // the gateway ho
 /** All counts and durations, bounded; quick mode keeps the whole run under 2 minutes. */
 const P = QUICK
   ? {
-      s1: { clients: 20, rate: 20000, eventBytes: 100, durationMs: 2000, slowBps: 2048, stallTimeoutMs: 700, stallSlackMs: 1000, drainMs: 500, maxDrainMs: 1500, snapshotsAt: [0.75, 1] },
+      s1: { clients: 20, rate: 20000, eventBytes: 100, durationMs: 2000, slowBps: 2048, stallTimeoutMs: 700, stallSlackMs: 1000, drainMs: 500, maxDrainMs: 1500, lateMs: 1000, snapshotsAt: [0.75, 1] },
       s2: { clients: 10, bytesPerStream: 4 << 20, eventBytes: 150, maxMs: 8000 },
       s3: { clients: 20, rate: 100, eventBytes: 150, durationMs: 1000, warmupMs: 500 },
       s4: { streams: Math.min(500, S4_MAX), holdMs: 1500, eventBytes: 150 },
@@ -38,7 +38,7 @@ const P = QUICK
       micro: { elements: 200000, runs: 3 },
     }
   : {
-      s1: { clients: 200, rate: 10000, eventBytes: 100, durationMs: 20000, slowBps: 2048, stallTimeoutMs: 90000, stallSlackMs: 10000, drainMs: 3000, maxDrainMs: 60000, snapshotsAt: [0.2, 0.4, 0.6, 1] },
+      s1: { clients: 200, rate: 10000, eventBytes: 100, durationMs: 20000, slowBps: 2048, stallTimeoutMs: 90000, stallSlackMs: 10000, drainMs: 3000, maxDrainMs: 60000, lateMs: 15000, snapshotsAt: [0.2, 0.4, 0.6, 1] },
       s2: { clients: 50, bytesPerStream: 20 << 20, eventBytes: 150, maxMs: 60000 },
       s3: { clients: 100, rate: 100, eventBytes: 150, durationMs: 10000, warmupMs: 3000 },
       s4: { streams: Math.min(9000, S4_MAX), holdMs: 15000, eventBytes: 150 },
@@ -398,7 +398,7 @@ async function runS1() {
         }
       }
       const samples = h.sampler.stopSampling();
-      const res = await loadCall({ cmd: 'stop', drainMs: p.drainMs, maxDrainMs: p.maxDrainMs }, 'result', p.maxDrainMs + 20000);
+      const res = await loadCall({ cmd: 'stop', drainMs: p.drainMs, maxDrainMs: p.maxDrainMs, lateMs: p.lateMs }, 'result', p.maxDrainMs + p.lateMs + 20000);
       // Exact held bytes where the client read past its mark: read from upstream − payload up to
       // the mark (what the client read plus the payload in the down-link kernel queues).
       const clientByTag = new Map(res.clients.map((c) => [c.tag, c]));
@@ -456,6 +456,8 @@ async function runS1() {
           .filter((c) => c.outcome === 'open')
           .slice(0, 10)
           .map((c) => ({ mode: c.mode, rawBytes: c.rawBytes, events: c.events, lastEventMsBeforeDrain: c.lastEventAt ? res.drainStartedAt - c.lastEventAt : null })),
+        // Those streams watched for up to lateMs after the drain: how many ended or moved (a pause) and how many did not (a hang).
+        openAfterDrainLate: res.late ?? null,
         failed: res.clients.filter((c) => c.failed && !c.status).length,
         stalledErrorCodes: countBy(stalled.filter((c) => c.sawError).map((c) => c.errorCode)),
         policy: t.tidegate ? policy : undefined,
@@ -471,6 +473,10 @@ async function runS1() {
     }
   });
   results.scenarios.S1 = rows;
+  for (const [name, r] of Object.entries(rows)) {
+    const late = r.openAfterDrainLate;
+    if (late) console.log(`  ${name}: ${late.open} stream(s) open after the drain; in ${late.watchedMs} ms more, ${late.endedLater} ended and ${late.movedLater} moved`);
+  }
   table(
     `S1: ${p.clients} clients (½ stalled, ½ slow at ${p.slowBps} B/s), upstream ${p.rate} events/s/stream, ${p.durationMs / 1000} s`,
     ['target', 'peak-idle RSS', 'held/stream max (open)', 'produced/stream', 'stalled: error ev / reset / closed / done', 'slow: error ev / reset / closed / done', 'gateway cut ≤ ms'],
