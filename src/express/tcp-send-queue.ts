@@ -48,10 +48,11 @@ function hex4(port: number): string {
  * state 2 hex digits and the queues 8. A socket in TIME_WAIT (state 06) is not a live one.
  */
 function txQueue(text: Buffer, needle: string): number | undefined {
-  const at = text.indexOf(needle, 0, 'latin1');
+  let at = text.indexOf(needle, 0, 'latin1');
+  // A TIME_WAIT row may still carry the ends a new connection reuses: look on past it.
+  while (at !== -1 && text[at + needle.length] === 0x30 && text[at + needle.length + 1] === 0x36) at = text.indexOf(needle, at + needle.length, 'latin1');
   if (at === -1) return undefined;
   const state = at + needle.length;
-  if (text[state] === 0x30 && text[state + 1] === 0x36) return undefined;
   let tx = 0;
   for (let i = state + 3; i < state + 11; i++) {
     const digit = hexDigit(text[i]);
