@@ -5,7 +5,36 @@ import { parseConfig } from '../../src/gateway/config';
 import { createLogger } from '../../src/gateway/logger';
 import { startGateway, type RunningGateway } from '../../src/gateway/server';
 import { CaptureTransport } from '../gateway/helpers';
-import { listen } from '../helpers/net';
+import { listen, type RawClient } from '../helpers/net';
+
+/** What {@link useRelayHarness} sets up for a describe block; filled in by its `beforeAll`. */
+export interface RelayHarness {
+  up: ScriptedUpstream;
+  gw: RunningGateway;
+  logs: CaptureTransport;
+  /** Raw clients a test opens: destroyed after each test. */
+  clients: RawClient[];
+}
+
+/**
+ * One scripted upstream and one gateway (heartbeats off) for the enclosing describe block, with
+ * the routes `routes(upstreamUrl)` gives; both closed after the block.
+ */
+export function useRelayHarness(routes: (upstreamUrl: string) => unknown[]): RelayHarness {
+  const h = { clients: [] as RawClient[] } as RelayHarness;
+  beforeAll(async () => {
+    h.up = await scriptedUpstream();
+    ({ gw: h.gw, logs: h.logs } = await testGateway(h.up.url, routes(h.up.url), { heartbeatMs: 0 }));
+  });
+  afterEach(() => {
+    for (const c of h.clients.splice(0)) c.destroy();
+  });
+  afterAll(async () => {
+    await h.gw?.close();
+    await h.up?.close();
+  });
+  return h;
+}
 
 /** One step of a scripted upstream: bytes to write, a pause (ms), or an action on the socket. */
 export type Step = string | Buffer | number | { reset: true } | { end: true } | { raw: Buffer };

@@ -4,10 +4,9 @@
  * above the frame size with overflow: pause, the logged peak against the live gauge.
  */
 import type http from 'node:http';
-import type { RunningGateway } from '../../src/gateway/server';
-import type { CaptureTransport } from '../gateway/helpers';
+
 import { RawClient, waitFor } from '../helpers/net';
-import { sampleBuffered, scriptedUpstream, testGateway, type ScriptedUpstream, type Step } from './round3-harness';
+import { sampleBuffered, type Step, useRelayHarness } from './round3-harness';
 
 // socket highWaterMark + upstream side (4 KiB mark + two 16 KiB reads) + 1 KiB framing slack + a 1 KiB frame
 const THRESHOLD = 16 * 1024 + 4 * 1024 + 2 * 16 * 1024 + 1024 + 1024; // 55296
@@ -23,47 +22,35 @@ const CASES: Array<[string, number, number]> = [
 ];
 
 describe('round 4: byte relay demand at the edges', () => {
-  let up: ScriptedUpstream;
-  let gw: RunningGateway;
-  let logs: CaptureTransport;
-  const clients: RawClient[] = [];
-
-  beforeAll(async () => {
-    up = await scriptedUpstream();
-    const routes = CASES.map(([, budget], i) => ({ path: `/b${i}`, provider: 'passthrough', url: `${up.url}/pt`, policy: { maxBufferedBytes: budget, overflow: 'pause', stallTimeoutMs: 0 } }));
-    routes.push({ path: '/exact', provider: 'passthrough', url: `${up.url}/pt`, policy: { maxBufferedBytes: THRESHOLD, overflow: 'pause', stallTimeoutMs: 0 } });
-    routes.push({ path: '/below', provider: 'passthrough', url: `${up.url}/pt`, policy: { maxBufferedBytes: THRESHOLD - 1, overflow: 'pause', stallTimeoutMs: 0 } });
-    routes.push({ path: '/events64', provider: 'passthrough', url: `${up.url}/pt`, policy: { maxBufferedBytes: 64 * 1024, overflow: 'pause', stallTimeoutMs: 0, relay: 'events' } as never });
-    ({ gw, logs } = await testGateway(up.url, routes, { heartbeatMs: 0 }));
+  const h = useRelayHarness((url) => {
+    const routes = CASES.map(([, budget], i) => ({ path: `/b${i}`, provider: 'passthrough', url: `${url}/pt`, policy: { maxBufferedBytes: budget, overflow: 'pause', stallTimeoutMs: 0 } }));
+    routes.push({ path: '/exact', provider: 'passthrough', url: `${url}/pt`, policy: { maxBufferedBytes: THRESHOLD, overflow: 'pause', stallTimeoutMs: 0 } });
+    routes.push({ path: '/below', provider: 'passthrough', url: `${url}/pt`, policy: { maxBufferedBytes: THRESHOLD - 1, overflow: 'pause', stallTimeoutMs: 0 } });
+    routes.push({ path: '/events64', provider: 'passthrough', url: `${url}/pt`, policy: { maxBufferedBytes: 64 * 1024, overflow: 'pause', stallTimeoutMs: 0, relay: 'events' } as never });
+    return routes;
   });
-  afterEach(() => {
-    for (const c of clients.splice(0)) c.destroy();
-  });
-  afterAll(async () => {
-    await gw.close();
-    await up.close();
-  });
+  const { clients } = h;
 
   /** Streams ~24 MB of `eventBytes` events to a client that stops for 800 ms, then reads all. */
   async function run(route: string, eventBytes: number): Promise<{ line: Record<string, unknown>; gauge: number; body: string; event: string; count: number }> {
     const event = `data: ${'e'.repeat(eventBytes - 8)}\n\n`;
     expect(Buffer.byteLength(event)).toBe(eventBytes);
     const count = Math.ceil((24 * 1024 * 1024) / eventBytes);
-    up.scripts.set('/pt', (_req: http.IncomingMessage) => {
+    h.up.scripts.set('/pt', (_req: http.IncomingMessage) => {
       const steps: Step[] = [];
       const ten = event.repeat(10);
       for (let k = 0; k < count; k += 10) steps.push(k + 10 <= count ? ten : event.repeat(count - k));
       return steps;
     });
-    const before = logs.streams().length;
-    const client = await RawClient.request(gw.port, route);
+    const before = h.logs.streams().length;
+    const client = await RawClient.request(h.gw.port, route);
     clients.push(client);
     client.readSome(1000);
-    const gauge = await sampleBuffered(gw.url, 800);
+    const gauge = await sampleBuffered(h.gw.url, 800);
     client.readAll();
     expect(await client.waitClosed(30_000)).toBe(true);
-    await waitFor(() => logs.streams().length > before, 5000);
-    const line = logs.streams()[before] as Record<string, unknown>;
+    await waitFor(() => h.logs.streams().length > before, 5000);
+    const line = h.logs.streams()[before] as Record<string, unknown>;
     return { line, gauge, body: client.body(), event, count };
   }
 

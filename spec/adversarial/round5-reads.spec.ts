@@ -4,46 +4,33 @@
  */
 import type http from 'node:http';
 import zlib from 'node:zlib';
-import type { RunningGateway } from '../../src/gateway/server';
-import type { CaptureTransport } from '../gateway/helpers';
+
 import { RawClient, waitFor } from '../helpers/net';
-import { sampleBuffered, scriptedUpstream, testGateway, type ScriptedUpstream, type Step } from './round3-harness';
+import { sampleBuffered, type Step, useRelayHarness } from './round3-harness';
 
 const KIB = 1024;
 // Smallest budget with the byte relay on: client writableHighWaterMark 16 KiB + 6 KiB slack + 8 KiB room.
 const MIN_BYTES_BUDGET = 16 * KIB + 6 * KIB + 8 * KIB;
 
 describe('round 5: byte relay reads sized to the budget', () => {
-  let up: ScriptedUpstream;
-  let gw: RunningGateway;
-  let logs: CaptureTransport;
-  const clients: RawClient[] = [];
-  const route = (path: string, budget: number): Record<string, unknown> => ({ path, provider: 'passthrough', url: `${up.url}${path}`, policy: { maxBufferedBytes: budget, overflow: 'pause', stallTimeoutMs: 0 } });
-
-  beforeAll(async () => {
-    up = await scriptedUpstream();
+  const h = useRelayHarness(() => {
     const routes = [route('/gz', 64 * KIB), route('/min', MIN_BYTES_BUDGET), route('/utf', MIN_BYTES_BUDGET), route('/many', 40 * KIB), route('/b64', 64 * KIB), route('/gz48', 48 * KIB), route('/gzmin', MIN_BYTES_BUDGET), route('/mixed', 64 * KIB), route('/jerky', 64 * KIB), route('/huge', 64 * KIB), route('/huge-min', MIN_BYTES_BUDGET)];
-    ({ gw, logs } = await testGateway(up.url, routes, { heartbeatMs: 0 }));
+    return routes;
   });
-  afterEach(() => {
-    for (const c of clients.splice(0)) c.destroy();
-  });
-  afterAll(async () => {
-    await gw.close();
-    await up.close();
-  });
+  const { clients } = h;
+  const route = (path: string, budget: number): Record<string, unknown> => ({ path, provider: 'passthrough', url: `${h.up.url}${path}`, policy: { maxBufferedBytes: budget, overflow: 'pause', stallTimeoutMs: 0 } });
 
   /** Opens `path`, reads 1000 B, stays paused for `pauseMs` (sampling the gauge), then reads all. */
   async function pausedRun(path: string, pauseMs = 800): Promise<{ line: Record<string, unknown>; gauge: number; body: string }> {
-    const before = logs.streams().length;
-    const client = await RawClient.request(gw.port, path);
+    const before = h.logs.streams().length;
+    const client = await RawClient.request(h.gw.port, path);
     clients.push(client);
     client.readSome(1000);
-    const gauge = await sampleBuffered(gw.url, pauseMs);
+    const gauge = await sampleBuffered(h.gw.url, pauseMs);
     client.readAll();
     expect(await client.waitClosed(15_000)).toBe(true);
     // This route's line (an earlier test's stream may log late, when its client is destroyed).
-    const mine = (): Record<string, unknown> | undefined => (logs.streams().slice(before) as Array<Record<string, unknown>>).find((l) => l.route === path);
+    const mine = (): Record<string, unknown> | undefined => (h.logs.streams().slice(before) as Array<Record<string, unknown>>).find((l) => l.route === path);
     await waitFor(() => mine() !== undefined, 5000);
     return { line: mine() as Record<string, unknown>, gauge, body: client.body() };
   }
@@ -62,7 +49,7 @@ describe('round 5: byte relay reads sized to the budget', () => {
   // frame ("exceeded by an element of 8000 bytes", 16 ms in, 136 B written, peak 22608), whatever
   // the client does; https upstreams the same (round5-tls.spec.ts). Cause: byteRelayFrameBytes
   // (relay.ts) turns the byte relay on by the room beside the socket's mark and READ_SLACK_BYTES
-  // only, but an unsized reader (zlib, TLS) takes up to UNSIZED_READER_BYTES (36 KiB) unasked:
+  // only, but an unsized reader (zlib, TLS) takes h.up to UNSIZED_READER_BYTES (36 KiB) unasked:
   // zlib's ~22 KB plus one frame exceed the budget and the bridge's onNext check overflows
   // instead of waiting. Fix: require room for UNSIZED_READER_BYTES + a frame before relaying bytes
   // from an unsized reader (https is known from the URL; content-encoding at the response, then
@@ -76,7 +63,7 @@ describe('round 5: byte relay reads sized to the budget', () => {
     const event = `data: ${'z'.repeat(992)}\n\n`;
     const plain = event.repeat(8 * 1024); // 8 MiB that gzip shrinks to a few KiB
     const gz = zlib.gzipSync(plain);
-    up.scripts.set(path, (_req: http.IncomingMessage, res: http.ServerResponse) => {
+    h.up.scripts.set(path, (_req: http.IncomingMessage, res: http.ServerResponse) => {
       res.writeHead(200, { 'content-type': 'text/event-stream', 'content-encoding': 'gzip' });
       const steps: Step[] = [];
       for (let i = 0; i < gz.length; i += 512) steps.push(gz.subarray(i, i + 512));
@@ -90,7 +77,7 @@ describe('round 5: byte relay reads sized to the budget', () => {
     expect(line.peakBufferedBytes as number).toBeLessThanOrEqual(budget);
   });
 
-  // Was a bug, now fixed (round 5): events up to the admitted size (budget − 16 KiB − 6 KiB: 8192 B here, 43008 B
+  // Was a bug, now fixed (round 5): events h.up to the admitted size (budget − 16 KiB − 6 KiB: 8192 B here, 43008 B
   // at 64 KiB) end a paused stream with ERR_TIDEGATE_OVERFLOW ("exceeded by an element of 8191
   // bytes") after one event, and userland holds more than the budget (16188 + 24576 B read
   // against 30720) while the logged peakBufferedBytes says 16196. Cause: the read after the one
@@ -108,7 +95,7 @@ describe('round 5: byte relay reads sized to the budget', () => {
     await admittedEventsPass('/min', MIN_BYTES_BUDGET, size);
   });
 
-  // Same at 64 KiB: events up to 64 KiB - 16 KiB - 6 KiB = 43008 B are admitted.
+  // Same at 64 KiB: events h.up to 64 KiB - 16 KiB - 6 KiB = 43008 B are admitted.
   it('at a 64 KiB budget, 42000 B events (admitted): paused stream completes within the budget, exact bytes', async () => {
     await admittedEventsPass('/b64', 64 * KIB, 42_000);
   });
@@ -116,7 +103,7 @@ describe('round 5: byte relay reads sized to the budget', () => {
   async function admittedEventsPass(path: string, budget: number, size: number): Promise<void> {
     const event = `data: ${'m'.repeat(size - 8)}\n\n`;
     const count = Math.ceil((6 * 1024 * 1024) / size);
-    up.scripts.set(path, () => {
+    h.up.scripts.set(path, () => {
       const steps: Step[] = [];
       for (let k = 0; k < count; k += 10) steps.push(event.repeat(Math.min(10, count - k)));
       return steps;
@@ -134,7 +121,7 @@ describe('round 5: byte relay reads sized to the budget', () => {
     const events: string[] = [];
     for (let i = 0; i < 3000; i++) events.push(`id: ${i}\r\ndata: ${'😀é'.repeat((i % 37) + 1)}x\r\n\r\n`);
     const all = Buffer.from(events.join(''));
-    up.scripts.set('/utf', () => {
+    h.up.scripts.set('/utf', () => {
       const steps: Step[] = [];
       for (let i = 0; i < all.length; i += 1021) steps.push(all.subarray(i, i + 1021));
       return steps;
@@ -149,20 +136,20 @@ describe('round 5: byte relay reads sized to the budget', () => {
   it('twelve paused streams reading in the same ticks each stay within their own budget', async () => {
     const event = `data: ${'c'.repeat(3000 - 8)}\n\n`;
     const count = 700; // 2.1 MB each
-    up.scripts.set('/many', () => {
+    h.up.scripts.set('/many', () => {
       const steps: Step[] = [];
       for (let k = 0; k < count; k += 20) steps.push(event.repeat(Math.min(20, count - k)));
       return steps;
     });
-    const before = logs.streams().length;
-    const many = await Promise.all(Array.from({ length: 12 }, () => RawClient.request(gw.port, '/many')));
+    const before = h.logs.streams().length;
+    const many = await Promise.all(Array.from({ length: 12 }, () => RawClient.request(h.gw.port, '/many')));
     clients.push(...many);
-    const gauge = await sampleBuffered(gw.url, 800);
+    const gauge = await sampleBuffered(h.gw.url, 800);
     for (const c of many) c.readAll();
     for (const c of many) expect(await c.waitClosed(30_000)).toBe(true);
-    await waitFor(() => logs.streams().length >= before + 12, 5000);
-    await waitFor(() => logs.streams().slice(before).filter((l) => (l as Record<string, unknown>).route === '/many').length >= 12, 5000);
-    const lines = (logs.streams().slice(before) as Array<Record<string, unknown>>).filter((l) => l.route === '/many');
+    await waitFor(() => h.logs.streams().length >= before + 12, 5000);
+    await waitFor(() => h.logs.streams().slice(before).filter((l) => (l as Record<string, unknown>).route === '/many').length >= 12, 5000);
+    const lines = (h.logs.streams().slice(before) as Array<Record<string, unknown>>).filter((l) => l.route === '/many');
     for (const l of lines) {
       expect(l.outcome).toBe('completed');
       expect(l.peakBufferedBytes as number).toBeLessThanOrEqual(40 * KIB);
@@ -176,7 +163,7 @@ describe('round 5: byte relay reads sized to the budget', () => {
     const big = `data: ${'B'.repeat(40_000 - 8)}\n\n`;
     const unit = small.repeat(5) + big; // 55 KB
     const units = 120; // 6.6 MB
-    up.scripts.set('/mixed', () => Array.from({ length: units }, () => unit));
+    h.up.scripts.set('/mixed', () => Array.from({ length: units }, () => unit));
     const { line, gauge, body } = await pausedRun('/mixed');
     expect(line.outcome).toBe('completed');
     expect(body === unit.repeat(units)).toBe(true);
@@ -187,16 +174,16 @@ describe('round 5: byte relay reads sized to the budget', () => {
   it('a client reading in small bursts every 5 ms (rapid pause/resume), mixed event sizes: completes, never hangs, exact bytes, within the budget', async () => {
     const unit = `data: ${'s'.repeat(2992)}\n\n`.repeat(5) + `data: ${'B'.repeat(30_000 - 8)}\n\n`; // 45 KB
     const units = 30; // 1.35 MB
-    up.scripts.set('/jerky', () => Array.from({ length: units }, () => unit));
-    const before = logs.streams().length;
-    const client = await RawClient.request(gw.port, '/jerky');
+    h.up.scripts.set('/jerky', () => Array.from({ length: units }, () => unit));
+    const before = h.logs.streams().length;
+    const client = await RawClient.request(h.gw.port, '/jerky');
     clients.push(client);
     client.readAtRate(1_500_000, 5);
     expect(await client.waitClosed(15_000)).toBe(true);
     client.stopReading();
     client.readSome();
-    await waitFor(() => logs.streams().slice(before).some((l) => (l as Record<string, unknown>).route === '/jerky'), 5000);
-    const line = (logs.streams().slice(before) as Array<Record<string, unknown>>).find((l) => l.route === '/jerky') as Record<string, unknown>;
+    await waitFor(() => h.logs.streams().slice(before).some((l) => (l as Record<string, unknown>).route === '/jerky'), 5000);
+    const line = (h.logs.streams().slice(before) as Array<Record<string, unknown>>).find((l) => l.route === '/jerky') as Record<string, unknown>;
     expect(line.outcome).toBe('completed');
     expect(client.body() === unit.repeat(units)).toBe(true);
     expect(line.peakBufferedBytes as number).toBeLessThanOrEqual(64 * KIB);
@@ -208,7 +195,7 @@ describe('round 5: byte relay reads sized to the budget', () => {
   ])('%s: an event over the admitted size is refused as it arrives (ERR_TIDEGATE_SSE_LIMIT after the whole events before it), within the budget, never hangs', async (path, budget, hugeBytes) => {
     const small = `data: ${'s'.repeat(992)}\n\n`;
     const huge = `data: ${'H'.repeat(hugeBytes - 8)}\n\n`;
-    up.scripts.set(path, () => [small.repeat(5), huge.slice(0, 5000), 20, huge.slice(5000), small.repeat(5)]);
+    h.up.scripts.set(path, () => [small.repeat(5), huge.slice(0, 5000), 20, huge.slice(5000), small.repeat(5)]);
     const { line, body } = await pausedRun(path, 300);
     expect(line).toMatchObject({ outcome: 'upstream_error', errorCode: 'ERR_TIDEGATE_SSE_LIMIT' });
     expect(body.startsWith(small.repeat(5))).toBe(true);

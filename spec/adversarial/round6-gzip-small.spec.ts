@@ -6,10 +6,9 @@
  */
 import type http from 'node:http';
 import zlib from 'node:zlib';
-import type { RunningGateway } from '../../src/gateway/server';
-import type { CaptureTransport } from '../gateway/helpers';
+
 import { RawClient, waitFor } from '../helpers/net';
-import { oaChunk, sampleBuffered, scriptedUpstream, testGateway, type ScriptedUpstream, type Step } from './round3-harness';
+import { oaChunk, sampleBuffered, type ScriptedUpstream, type Step, useRelayHarness } from './round3-harness';
 
 const KIB = 1024;
 const MIN = 30 * KIB; // 16 KiB socket mark + 6 KiB slack + 8 KiB: smallEventBytes = 8192 here
@@ -26,37 +25,25 @@ function gzipScript(up: ScriptedUpstream, name: string, plain: string): void {
 }
 
 describe('round 6: gzip upstream at a small budget relays events with demand in bytes', () => {
-  let up: ScriptedUpstream;
-  let gw: RunningGateway;
-  let logs: CaptureTransport;
-  const clients: RawClient[] = [];
-  const route = (path: string, budget = MIN): Record<string, unknown> => ({ path, provider: 'passthrough', url: `${up.url}${path}`, policy: { maxBufferedBytes: budget, overflow: 'pause', stallTimeoutMs: 0 } });
-
-  beforeAll(async () => {
-    up = await scriptedUpstream();
-    const routes = [route('/cap'), route('/cap-paused'), route('/over'), route('/lines'), route('/lines-fast'), route('/b48', 48 * KIB), { path: '/v1/chat/completions', provider: 'openai', url: `${up.url}/oa`, policy: { maxBufferedBytes: MIN, overflow: 'pause', stallTimeoutMs: 0 } }];
-    ({ gw, logs } = await testGateway(up.url, routes, { heartbeatMs: 0 }));
+  const h = useRelayHarness((url) => {
+    const routes = [route('/cap'), route('/cap-paused'), route('/over'), route('/lines'), route('/lines-fast'), route('/b48', 48 * KIB), { path: '/v1/chat/completions', provider: 'openai', url: `${url}/oa`, policy: { maxBufferedBytes: MIN, overflow: 'pause', stallTimeoutMs: 0 } }];
+    return routes;
   });
-  afterEach(() => {
-    for (const c of clients.splice(0)) c.destroy();
-  });
-  afterAll(async () => {
-    await gw.close();
-    await up.close();
-  });
+  const { clients } = h;
+  const route = (path: string, budget = MIN): Record<string, unknown> => ({ path, provider: 'passthrough', url: `${h.up.url}${path}`, policy: { maxBufferedBytes: budget, overflow: 'pause', stallTimeoutMs: 0 } });
 
   async function run(path: string, pauseMs: number, options: { method?: string; body?: string; headers?: Record<string, string> } = {}): Promise<{ line: Record<string, unknown>; gauge: number; body: string }> {
-    const before = logs.streams().length;
-    const client = await RawClient.request(gw.port, path, options);
+    const before = h.logs.streams().length;
+    const client = await RawClient.request(h.gw.port, path, options);
     clients.push(client);
     let gauge = 0;
     if (pauseMs > 0) {
       client.readSome(1000);
-      gauge = await sampleBuffered(gw.url, pauseMs);
+      gauge = await sampleBuffered(h.gw.url, pauseMs);
     }
     client.readAll();
     expect(await client.waitClosed(15_000)).toBe(true);
-    const mine = (): Record<string, unknown> | undefined => (logs.streams().slice(before) as Array<Record<string, unknown>>).find((l) => l.route === path);
+    const mine = (): Record<string, unknown> | undefined => (h.logs.streams().slice(before) as Array<Record<string, unknown>>).find((l) => l.route === path);
     await waitFor(() => mine() !== undefined, 5000);
     return { line: mine() as Record<string, unknown>, gauge, body: client.body() };
   }
@@ -64,7 +51,7 @@ describe('round 6: gzip upstream at a small budget relays events with demand in 
   // The cap is maxLineBytes = smallEventBytes on the whole line: `data: ` + CAP - 6 bytes.
   it('events whose data line is exactly the cap complete byte-exact for a fast client', async () => {
     const event = `data: ${'c'.repeat(CAP - 6)}\n\n`;
-    gzipScript(up, '/cap', event.repeat(300));
+    gzipScript(h.up, '/cap', event.repeat(300));
     const { line, body } = await run('/cap', 0);
     expect(line.outcome).toBe('completed');
     expect(body === event.repeat(300)).toBe(true);
@@ -72,7 +59,7 @@ describe('round 6: gzip upstream at a small budget relays events with demand in 
 
   it('events at the cap stay within the budget while the client is paused, then complete', async () => {
     const event = `data: ${'p'.repeat(CAP - 7)}\n\n`;
-    gzipScript(up, '/cap-paused', event.repeat(600));
+    gzipScript(h.up, '/cap-paused', event.repeat(600));
     const { line, gauge, body } = await run('/cap-paused', 800);
     expect(line.outcome).toBe('completed');
     expect(body === event.repeat(600)).toBe(true);
@@ -82,7 +69,7 @@ describe('round 6: gzip upstream at a small budget relays events with demand in 
 
   it('an event above the cap ends with ERR_TIDEGATE_SSE_LIMIT after every whole event before it', async () => {
     const ok = `data: ${'o'.repeat(1000)}\n\n`;
-    gzipScript(up, '/over', ok.repeat(20) + `data: ${'X'.repeat(CAP + 1)}\n\n` + ok.repeat(5));
+    gzipScript(h.up, '/over', ok.repeat(20) + `data: ${'X'.repeat(CAP + 1)}\n\n` + ok.repeat(5));
     const { line, body } = await run('/over', 0);
     expect(line.errorCode).toBe('ERR_TIDEGATE_SSE_LIMIT');
     expect(body.startsWith(ok.repeat(20))).toBe(true);
@@ -103,7 +90,7 @@ describe('round 6: gzip upstream at a small budget relays events with demand in 
   ])('%s: an event of many short data lines within maxEventBytes is relayed or is an SSE limit, never an overflow', async (path, lineText, lines, pauseMs) => {
     const ok = `data: ${'o'.repeat(1000)}\n\n`;
     const big = lineText.repeat(lines) + '\n';
-    gzipScript(up, path, ok.repeat(3) + big + ok.repeat(3));
+    gzipScript(h.up, path, ok.repeat(3) + big + ok.repeat(3));
     const { line, body } = await run(path, pauseMs);
     expect(body.startsWith(ok.repeat(3))).toBe(true);
     // An oversized event is logged as outcome upstream_error with ERR_TIDEGATE_SSE_LIMIT.
@@ -113,7 +100,7 @@ describe('round 6: gzip upstream at a small budget relays events with demand in 
 
   it('at 48 KiB (cap 26 KiB) a paused stream of 20 KiB events stays in the budget and completes', async () => {
     const event = `data: ${'q'.repeat(20 * KIB)}\n\n`;
-    gzipScript(up, '/b48', event.repeat(200));
+    gzipScript(h.up, '/b48', event.repeat(200));
     const { line, gauge, body } = await run('/b48', 800);
     expect(line.outcome).toBe('completed');
     expect(body === event.repeat(200)).toBe(true);
@@ -125,7 +112,7 @@ describe('round 6: gzip upstream at a small budget relays events with demand in 
     const chunks = [oaChunk(null)];
     for (let i = 0; i < 3000; i++) chunks.push(oaChunk(`tok${i} ${'w'.repeat(i % 200)}`));
     chunks.push('data: [DONE]\n\n');
-    gzipScript(up, '/oa', chunks.join(''));
+    gzipScript(h.up, '/oa', chunks.join(''));
     const body = JSON.stringify({ model: 'm', stream: true, messages: [{ role: 'user', content: 'x' }] });
     const { line, gauge, body: out } = await run('/v1/chat/completions', 500, { method: 'POST', body, headers: { 'content-type': 'application/json' } });
     expect(line.outcome).toBe('completed');

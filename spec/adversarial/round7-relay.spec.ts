@@ -5,10 +5,8 @@
  * different bodies and different readers: every stream's bytes arrive exactly (sha256).
  */
 import crypto from 'node:crypto';
-import type { RunningGateway } from '../../src/gateway/server';
-import type { CaptureTransport } from '../gateway/helpers';
 import { RawClient, waitFor } from '../helpers/net';
-import { scriptedUpstream, testGateway, type ScriptedUpstream, type Step } from './round3-harness';
+import { type Step, useRelayHarness } from './round3-harness';
 
 const KIB = 1024;
 const BUDGETS = [30 * KIB, 33 * KIB + 7, 40 * KIB, 48 * KIB, 64 * KIB, 100 * KIB, 30 * KIB, 41 * KIB + 999, 64 * KIB, 256 * KIB];
@@ -31,36 +29,24 @@ function body(i: number): Buffer {
 }
 
 describe('round 7: byte relay, ten concurrent streams, exact bytes', () => {
-  let up: ScriptedUpstream;
-  let gw: RunningGateway;
-  let logs: CaptureTransport;
-  const clients: RawClient[] = [];
-
-  beforeAll(async () => {
-    up = await scriptedUpstream();
-    const routes = BUDGETS.map((b, i) => ({ path: `/r${i}`, provider: 'passthrough', url: `${up.url}/r${i}`, policy: { maxBufferedBytes: b, overflow: 'pause', stallTimeoutMs: 0, relay: 'bytes' } }));
-    ({ gw, logs } = await testGateway(up.url, routes, { heartbeatMs: 0 }));
+  const h = useRelayHarness((url) => {
+    const routes = BUDGETS.map((b, i) => ({ path: `/r${i}`, provider: 'passthrough', url: `${url}/r${i}`, policy: { maxBufferedBytes: b, overflow: 'pause', stallTimeoutMs: 0, relay: 'bytes' } }));
+    return routes;
   });
-  afterEach(() => {
-    for (const c of clients.splice(0)) c.destroy();
-  });
-  afterAll(async () => {
-    await gw.close();
-    await up.close();
-  });
+  const { clients } = h;
 
   it('every stream gets its own upstream bytes exactly (line ends as LF), within its budget', async () => {
     const sent = BUDGETS.map((_, i) => body(i));
     sent.forEach((all, i) => {
       const piece = [1021, 4093, 17, 65_537, 8191][i % 5] as number;
-      up.scripts.set(`/r${i}`, () => {
+      h.up.scripts.set(`/r${i}`, () => {
         const steps: Step[] = [];
         for (let at = 0; at < all.length; at += piece) steps.push(all.subarray(at, at + piece));
         return steps;
       });
     });
-    const before = logs.streams().length;
-    const cs = await Promise.all(BUDGETS.map((_, i) => RawClient.request(gw.port, `/r${i}`)));
+    const before = h.logs.streams().length;
+    const cs = await Promise.all(BUDGETS.map((_, i) => RawClient.request(h.gw.port, `/r${i}`)));
     clients.push(...cs);
     // Half read everything at once; half read slowly at first (paused streams, sized reads), then all.
     cs.forEach((c, i) => (i % 2 === 0 ? c.readAll() : c.readAtRate(400 * KIB, 20)));
@@ -70,8 +56,8 @@ describe('round 7: byte relay, ten concurrent streams, exact bytes', () => {
     expect(closed.every(Boolean)).toBe(true);
     const report = cs.map((c, i) => `r${i}: ${sha(Buffer.from(c.body(), 'utf8')) === sha(Buffer.from((sent[i] as Buffer).toString('utf8').replace(/\r\n/g, '\n'))) ? 'ok' : 'CORRUPT'}`);
     expect(report).toEqual(BUDGETS.map((_, i) => `r${i}: ok`));
-    await waitFor(() => logs.streams().length - before >= BUDGETS.length, 5000);
-    const lines = logs.streams().slice(before) as Array<Record<string, unknown>>;
+    await waitFor(() => h.logs.streams().length - before >= BUDGETS.length, 5000);
+    const lines = h.logs.streams().slice(before) as Array<Record<string, unknown>>;
     for (let i = 0; i < BUDGETS.length; i++) {
       const line = lines.find((l) => l.route === `/r${i}`) as Record<string, unknown>;
       expect(line.outcome).toBe('completed');
