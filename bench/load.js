@@ -10,7 +10,7 @@
 //
 // IPC: {cmd:'start', spec} → {type:'started'}; {cmd:'freeze'} → {type:'frozen'}; {cmd:'unfreeze'} → {type:'unfrozen'};
 //      {cmd:'snapshot'} → {type:'snapshot'};
-//      {cmd:'stop', drainMs, maxDrainMs, lateMs} → {type:'result'}
+//      {cmd:'stop', drainMs, maxDrainMs, idleMs, lateMs, debugUrl} → {type:'result'}
 const net = require('node:net');
 const fs = require('node:fs');
 const { performance } = require('node:perf_hooks');
@@ -24,6 +24,35 @@ const DONE_MARK = Buffer.from('[DONE]');
 const clients = [];
 let frozen = false;
 let slowTimer = null;
+
+/**
+ * tidegate's GET /debug/streams, summarised: its open streams counted by the link that holds
+ * them, and the first few snapshots as they are. null when the gateway does not answer.
+ */
+async function gatewayStreams(url) {
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(5000) });
+    if (!res.ok) return { status: res.status };
+    const { activeStreams, streams } = await res.json();
+    const holders = {};
+    for (const s of streams) {
+      const b = s.bridge || {};
+      const key = [
+        b.socketFull ? 'socketFull' : 'socketOpen',
+        `outstanding=${b.outstanding ?? '?'}`,
+        s.heldReadDemand ? 'readHeld' : 'readFree',
+        s.upstream ? (s.upstream.paused ? 'upstreamPaused' : 'upstreamFlowing') : 'noUpstream',
+        s.upstream && s.upstream.ended ? 'upstreamEnded' : '',
+      ]
+        .filter(Boolean)
+        .join(' ');
+      holders[key] = (holders[key] || 0) + 1;
+    }
+    return { activeStreams, holders, sample: streams.slice(0, 5) };
+  } catch (e) {
+    return { error: String(e && e.message ? e.message : e) };
+  }
+}
 
 function nowMs() {
   return performance.timeOrigin + performance.now();
@@ -401,6 +430,12 @@ process.on('message', async (msg) => {
       clearInterval(slowTimer);
       const drainMs = msg.drainMs || 0;
       const drainStart = Date.now();
+      // The drain stops early only after idleMs without a byte (default 1 s). Each sample is taken
+      // after an I/O poll (setImmediate runs after it): a timer that fires late, because this
+      // process was starved, would otherwise sample before the bytes that arrived meanwhile
+      // were read, and see "nothing moved".
+      const idleMs = msg.idleMs || 1000;
+      let maxGapMs = 0;
       if (drainMs > 0) {
         for (const c of clients) {
           c.mode = 'fast';
@@ -412,31 +447,43 @@ process.on('message', async (msg) => {
         // error event), up to maxDrainMs (default 4 × drainMs) in all.
         const maxDrainMs = msg.maxDrainMs || 4 * drainMs;
         const t0 = Date.now();
-        // "Still arriving" means a byte in the last second: a busy proxy (or a busy machine) can
-        // leave a 100 ms poll with nothing while streams are still moving.
         let last = -1;
         let movedAt = t0;
+        let sampledAt = t0;
         for (;;) {
           const open = clients.filter((c) => !c.ended);
           if (!open.length) break;
           const got = clients.reduce((n, c) => n + c.rawBytes, 0);
           const now = Date.now();
+          maxGapMs = Math.max(maxGapMs, now - sampledAt);
+          sampledAt = now;
           if (got !== last) movedAt = now;
           last = got;
-          if (now - t0 >= maxDrainMs || (now - t0 >= drainMs && now - movedAt >= 1000)) break;
+          if (now - t0 >= maxDrainMs || (now - t0 >= drainMs && now - movedAt >= idleMs)) break;
           await new Promise((r) => setTimeout(r, 100));
+          await new Promise((r) => setImmediate(r));
         }
       }
       const summaries = clients.map((c) => c.summary());
       // Streams still open when the drain stopped are watched for up to lateMs more, to tell a
       // pause (they end late) from a hang (they do not move); `summaries` keep the drain's verdict.
+      // With debugUrl (tidegate's GET /debug/streams), the gateway's view of its open streams is
+      // taken as the drain stops and after the watch: which link holds each one.
       let late = null;
       const stillOpen = clients.filter((c) => !c.ended);
       if ((msg.lateMs || 0) > 0 && stillOpen.length > 0) {
+        const gatewayAtStop = msg.debugUrl ? await gatewayStreams(msg.debugUrl) : null;
         const lateStart = Date.now();
         const bytesAt = stillOpen.map((c) => c.rawBytes);
         while (Date.now() - lateStart < msg.lateMs && stillOpen.some((c) => !c.ended)) await new Promise((r) => setTimeout(r, 100));
-        late = { open: stillOpen.length, endedLater: stillOpen.filter((c) => c.ended).length, movedLater: stillOpen.filter((c, i) => c.rawBytes > bytesAt[i]).length, watchedMs: Date.now() - lateStart };
+        late = {
+          open: stillOpen.length,
+          endedLater: stillOpen.filter((c) => c.ended).length,
+          movedLater: stillOpen.filter((c, i) => c.rawBytes > bytesAt[i]).length,
+          watchedMs: Date.now() - lateStart,
+          gatewayAtStop,
+          gatewayAfterWatch: msg.debugUrl ? await gatewayStreams(msg.debugUrl) : null,
+        };
       }
       let lat = null;
       if (clients.some((c) => c.latencies)) {
@@ -459,7 +506,7 @@ process.on('message', async (msg) => {
         lat = { ...stats(all), steady: warm > 0 ? { warmupEvents: warm, ...stats(steady) } : null };
       }
       for (const c of clients) c.sock.destroy();
-      process.send({ type: 'result', clients: summaries, latency: lat, beforeDrain: msg.beforeDrain || null, drainStartedAt: drainStart, drainedMs: Date.now() - drainStart, late });
+      process.send({ type: 'result', clients: summaries, latency: lat, beforeDrain: msg.beforeDrain || null, drainStartedAt: drainStart, drainedMs: Date.now() - drainStart, drainMaxGapMs: maxGapMs, late });
     }
   } catch (e) {
     process.send({ type: 'error', message: String(e && e.stack ? e.stack : e) });

@@ -30,7 +30,7 @@ const S4_MAX = Math.max(100, Math.floor((fd.hard - 300) / 2)); // the gateway ho
 /** All counts and durations, bounded; quick mode keeps the whole run under 2 minutes. */
 const P = QUICK
   ? {
-      s1: { clients: 20, rate: 20000, eventBytes: 100, durationMs: 2000, slowBps: 2048, stallTimeoutMs: 700, stallSlackMs: 1000, drainMs: 500, maxDrainMs: 1500, lateMs: 1000, snapshotsAt: [0.75, 1] },
+      s1: { clients: 20, rate: 20000, eventBytes: 100, durationMs: 2000, slowBps: 2048, stallTimeoutMs: 700, stallSlackMs: 1000, drainMs: 500, maxDrainMs: 1500, drainIdleMs: 1000, lateMs: 1000, snapshotsAt: [0.75, 1] },
       s2: { clients: 10, bytesPerStream: 4 << 20, eventBytes: 150, maxMs: 8000 },
       s3: { clients: 20, rate: 100, eventBytes: 150, durationMs: 1000, warmupMs: 500 },
       s4: { streams: Math.min(500, S4_MAX), holdMs: 1500, eventBytes: 150 },
@@ -38,7 +38,7 @@ const P = QUICK
       micro: { elements: 200000, runs: 3 },
     }
   : {
-      s1: { clients: 200, rate: 10000, eventBytes: 100, durationMs: 20000, slowBps: 2048, stallTimeoutMs: 90000, stallSlackMs: 10000, drainMs: 3000, maxDrainMs: 60000, lateMs: 15000, snapshotsAt: [0.2, 0.4, 0.6, 1] },
+      s1: { clients: 200, rate: 10000, eventBytes: 100, durationMs: 20000, slowBps: 2048, stallTimeoutMs: 90000, stallSlackMs: 10000, drainMs: 3000, maxDrainMs: 60000, drainIdleMs: 5000, lateMs: 15000, snapshotsAt: [0.2, 0.4, 0.6, 1] },
       s2: { clients: 50, bytesPerStream: 20 << 20, eventBytes: 150, maxMs: 60000 },
       s3: { clients: 100, rate: 100, eventBytes: 150, durationMs: 10000, warmupMs: 3000 },
       s4: { streams: Math.min(9000, S4_MAX), holdMs: 15000, eventBytes: 150 },
@@ -398,7 +398,8 @@ async function runS1() {
         }
       }
       const samples = h.sampler.stopSampling();
-      const res = await loadCall({ cmd: 'stop', drainMs: p.drainMs, maxDrainMs: p.maxDrainMs, lateMs: p.lateMs }, 'result', p.maxDrainMs + p.lateMs + 20000);
+      const debugUrl = t.tidegate ? `http://127.0.0.1:${h.port}/debug/streams` : undefined;
+      const res = await loadCall({ cmd: 'stop', drainMs: p.drainMs, maxDrainMs: p.maxDrainMs, idleMs: p.drainIdleMs, lateMs: p.lateMs, debugUrl }, 'result', p.maxDrainMs + p.lateMs + 30000);
       // Exact held bytes where the client read past its mark: read from upstream − payload up to
       // the mark (what the client read plus the payload in the down-link kernel queues).
       const clientByTag = new Map(res.clients.map((c) => [c.tag, c]));
@@ -451,6 +452,8 @@ async function runS1() {
         slowTotal: slow.length,
         slowMeanReceivedB: mean(slow.map((c) => c.payloadBytes)),
         drainedMs: res.drainedMs,
+        // The load process's longest gap between two drain samples: a starved bench, not a stalled gateway, when large.
+        drainMaxGapMs: res.drainMaxGapMs,
         // Streams still open after the drain: how far they got and how long ago their last event came.
         openAfterDrain: all
           .filter((c) => c.outcome === 'open')
@@ -475,7 +478,12 @@ async function runS1() {
   results.scenarios.S1 = rows;
   for (const [name, r] of Object.entries(rows)) {
     const late = r.openAfterDrainLate;
-    if (late) console.log(`  ${name}: ${late.open} stream(s) open after the drain; in ${late.watchedMs} ms more, ${late.endedLater} ended and ${late.movedLater} moved`);
+    if (late) {
+      console.log(`  ${name}: ${late.open} stream(s) open after the drain (longest gap between drain samples ${r.drainMaxGapMs} ms); in ${late.watchedMs} ms more, ${late.endedLater} ended and ${late.movedLater} moved`);
+      for (const [when, g] of [['at the stop', late.gatewayAtStop], ['after the watch', late.gatewayAfterWatch]]) {
+        if (g) console.log(`    gateway ${when}: ${g.holders ? `${g.activeStreams} active, ${JSON.stringify(g.holders)}` : JSON.stringify(g)}`);
+      }
+    }
   }
   table(
     `S1: ${p.clients} clients (½ stalled, ½ slow at ${p.slowBps} B/s), upstream ${p.rate} events/s/stream, ${p.durationMs / 1000} s`,

@@ -26,6 +26,8 @@ function tidegateCommand({ port, upstreamUrl, policy }) {
     ['--stall-timeout-ms', String(p.stallTimeoutMs)],
     ['--overflow', p.overflow],
     ['--heartbeat-ms', String(p.heartbeatMs)],
+    // GET /debug/streams: the bench asks which link holds a stream that did not finish.
+    ['--debug-streams'],
   ];
   const supported = cliFlags();
   // BENCH_GATEWAY_NODE_FLAGS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles the gateway process.
@@ -33,7 +35,7 @@ function tidegateCommand({ port, upstreamUrl, policy }) {
   const args = [...nodeFlags, GATEWAY_CLI, '--port', String(port)];
   const unsupported = [];
   for (const [k, v] of flags) {
-    if (supported === null || supported.has(k)) args.push(k, v);
+    if (supported === null || supported.has(k)) args.push(k, ...(v === undefined ? [] : [v]));
     else unsupported.push(k);
   }
   return {

@@ -111,6 +111,39 @@ export interface StreamHandle {
    * synchronous delivery: a fast reader then frees the stream's budget before the next read is sized.
    */
   flush(): void;
+  /** What the bridge holds and waits for now (for introspection, e.g. the gateway's `/debug/streams`). */
+  state(): BridgeState;
+}
+
+/**
+ * A snapshot of one bridge's demand and buffers (see {@link StreamHandle.state}). Bytes are
+ * encoded bytes; `outstanding` and `heldElements` count elements.
+ */
+export interface BridgeState {
+  /** Ended (its outcome is decided; `done` resolves). */
+  finished: boolean;
+  /** The flow completed or failed, or was cancelled: nothing more will be requested. */
+  upstreamDone: boolean;
+  /** The last `res.write()` returned `false` and no `'drain'` came yet: nothing is requested. */
+  socketFull: boolean;
+  /** Elements requested and not yet received. */
+  outstanding: number;
+  /** Elements received while the socket was full, waiting for `'drain'`. */
+  heldElements: number;
+  /** Bytes of those elements. */
+  heldBytes: number;
+  /** Bytes waiting for the end-of-tick flush. */
+  batchBytes: number;
+  /** `res.writableLength`: bytes Node holds for the socket (HTTP chunk framing included). */
+  writableLength: number;
+  /** The stream's budget in use now (every owner counted), and its size, bytes. */
+  budgetUsed: number;
+  budgetMax: number;
+  /** Elements and body bytes written so far (heartbeats in `bytes`). */
+  events: number;
+  bytes: number;
+  /** ms since the last write (element or heartbeat). */
+  idleMs: number;
 }
 
 const DEFAULT_PREFETCH = 16;
@@ -158,7 +191,23 @@ const STREAMING = new WeakSet<ServerResponse>();
 /** The handle of a stream that never started: `done` reports `error`, nothing was subscribed or written. */
 function refused(error: Error): StreamHandle {
   const result: StreamResult = { outcome: 'error', error, events: 0, bytes: 0, durationMs: 0, peakBufferedBytes: 0 };
-  return { done: Promise.resolve(result), budget: new ByteBudget(1), end: () => undefined, flush: () => undefined };
+  const budget = new ByteBudget(1);
+  const state = (): BridgeState => ({
+    finished: true,
+    upstreamDone: true,
+    socketFull: false,
+    outstanding: 0,
+    heldElements: 0,
+    heldBytes: 0,
+    batchBytes: 0,
+    writableLength: 0,
+    budgetUsed: 0,
+    budgetMax: budget.maxBytes,
+    events: 0,
+    bytes: 0,
+    idleMs: 0,
+  });
+  return { done: Promise.resolve(result), budget, end: () => undefined, flush: () => undefined, state };
 }
 
 class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
@@ -295,6 +344,24 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
     this.flushBatch();
     const socket = this.res.socket;
     if (socket !== null) while (socket.writableCorked > 0) socket.uncork();
+  }
+
+  state(): BridgeState {
+    return {
+      finished: this.finished,
+      upstreamDone: this.upstreamDone,
+      socketFull: this.socketFull,
+      outstanding: this.outstanding,
+      heldElements: this.held.length,
+      heldBytes: this.heldBytes,
+      batchBytes: this.batchBytes,
+      writableLength: this.res.writableLength,
+      budgetUsed: this.budget.used,
+      budgetMax: this.budget.maxBytes,
+      events: this.events,
+      bytes: this.bytes,
+      idleMs: Date.now() - this.lastWriteAt,
+    };
   }
 
   // ---- socket side --------------------------------------------------------------------

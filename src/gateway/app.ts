@@ -8,7 +8,7 @@ import { createPassthroughAdapter } from '../upstream/providers/passthrough';
 import type { ProviderAdapter } from '../upstream/providers/types';
 import { resolveRoutes, type GatewayConfig, type ResolvedRoute } from './config';
 import { createLogger, type Logger } from './logger';
-import { GatewayMetrics } from './metrics';
+import { GatewayMetrics, type StreamSnapshot } from './metrics';
 import { relay, type StreamPolicyFn } from './relay';
 
 /** What {@link createGatewayApp} needs besides the config. */
@@ -46,7 +46,8 @@ const ADAPTERS: Record<'openai' | 'anthropic', ProviderAdapter> = { openai: open
 /**
  * The gateway as an Express app: the configured routes (default OpenAI
  * `POST /v1/chat/completions` and Anthropic `POST /v1/messages`; passthrough routes for any SSE
- * upstream), `GET /healthz`, `GET /readyz` and `GET /metrics` (Prometheus text).
+ * upstream), `GET /healthz`, `GET /readyz`, `GET /metrics` (Prometheus text) and, with
+ * `debug.streams`, `GET /debug/streams` (each live stream's {@link StreamSnapshot}).
  *
  * @example
  * const app = createGatewayApp(parseConfig({ upstream: { url } }), {
@@ -81,6 +82,12 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
         .metrics()
         .then((text) => res.type(metrics.registry.contentType).send(text))
         .catch(next);
+    });
+  }
+
+  if (config.debug.streams) {
+    app.get('/debug/streams', (_req, res) => {
+      res.json({ activeStreams: active, streams: metrics.snapshotStreams() });
     });
   }
 

@@ -17,6 +17,7 @@ const USAGE = `Usage: tidegate [options]
   --relay bytes|events       forward the upstream's event bytes (default) or decode and re-encode each event
   --heartbeat-ms N           ": ping" after N ms of silence (default 15000)
   --shutdown-grace-ms N      on SIGTERM, let streams finish for N ms (default 10000)
+  --debug-streams            serve GET /debug/streams: each live stream's demand and buffers
   -h, --help                 this text
 `;
 
@@ -51,6 +52,7 @@ async function main(): Promise<void> {
       'stream.relay': values.relay,
       'stream.heartbeatMs': num('heartbeat-ms', values['heartbeat-ms']),
       'shutdown.graceMs': num('shutdown-grace-ms', values['shutdown-grace-ms']),
+      'debug.streams': values['debug-streams'] ? true : undefined,
     },
     extraRoutes,
   });
@@ -89,6 +91,7 @@ function parseFlags() {
         relay: { type: 'string' },
         'heartbeat-ms': { type: 'string' },
         'shutdown-grace-ms': { type: 'string' },
+        'debug-streams': { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
     });

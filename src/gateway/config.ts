@@ -144,6 +144,16 @@ export const configSchema = z
       })
       .strict()
       .prefault({}),
+    debug: z
+      .object({
+        /**
+         * Serve `GET /debug/streams`: every live stream's demand and buffers as JSON (off by
+         * default: it names streams and routes to whoever can reach the port).
+         */
+        streams: z.boolean().default(false),
+      })
+      .strict()
+      .prefault({}),
     simulator: z
       .object({
         tokensPerSecond: z.number().positive().default(50),
@@ -267,7 +277,7 @@ export const ENV_OVERRIDES: Readonly<Record<string, string>> = {
 const NUMERIC = new Set(['port', 'stream.maxBufferedBytes', 'stream.stallTimeoutMs', 'stream.heartbeatMs', 'timeouts.firstByteMs', 'timeouts.idleMs', 'timeouts.totalMs', 'shutdown.graceMs']);
 
 /** Sets `path` (dotted) in `target`, creating objects on the way; numeric fields are converted with `Number`. */
-export function setField(target: Record<string, unknown>, path: string, value: string | number | undefined): void {
+export function setField(target: Record<string, unknown>, path: string, value: string | number | boolean | undefined): void {
   if (value === undefined || value === '') return;
   const keys = path.split('.');
   let node = target;
@@ -284,7 +294,7 @@ export interface LoadConfigOptions {
   file?: string | undefined;
   env?: NodeJS.ProcessEnv | undefined;
   /** Dotted field → value (CLI flags), applied last. */
-  overrides?: Readonly<Record<string, string | number | undefined>> | undefined;
+  overrides?: Readonly<Record<string, string | number | boolean | undefined>> | undefined;
   /** Routes appended to the configured (or default) ones, e.g. from `--passthrough`. */
   extraRoutes?: readonly Record<string, unknown>[] | undefined;
 }

@@ -18,7 +18,7 @@ export type { GatewayConfig, LoadConfigOptions, ResolvedRoute, RetrySettings, Ro
 export { createLogger } from './logger';
 export type { Logger, LoggerOptions } from './logger';
 export { GatewayMetrics } from './metrics';
-export type { LiveStream } from './metrics';
+export type { LiveStream, StreamSnapshot } from './metrics';
 export { relay } from './relay';
 export type { PolicyContext, RelayOptions, RelayOutcome, StreamPolicyFn } from './relay';
 export { startGateway } from './server';

@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { BridgeState } from '../express/bridge';
 
 /** What a live stream reports to the gauges sampled at scrape time. */
 export interface LiveStream {
@@ -6,6 +7,37 @@ export interface LiveStream {
   bufferedBytes(): number;
   /** True while the upstream body is paused because the client has not asked for more. */
   upstreamPaused(): boolean;
+  /** Where the stream's demand and bytes are now (served by `GET /debug/streams` when enabled). */
+  describe?(): StreamSnapshot;
+}
+
+/**
+ * One live stream's demand and buffers at one moment: which link waits for which (a stream that
+ * does not move shows here whether the client, the bridge or the upstream holds it). Bytes are
+ * encoded bytes, times ms.
+ */
+export interface StreamSnapshot {
+  streamId: string;
+  route: string;
+  /** ms since the request arrived. */
+  ageMs: number;
+  /** The demand bridge (client side); absent before the response started. */
+  bridge?: BridgeState | undefined;
+  /** The upstream body (read side); absent before the upstream answered. */
+  upstream?:
+    | {
+        /** Bytes read from the upstream socket and not yet handed on (the body's buffer and parked chunks). */
+        bufferedBytes: number;
+        /** Reads are sized to the budget's room (plain HTTP, identity body). */
+        readsSized: boolean;
+        /** `body.isPaused()`: nothing asked for the body's next chunk. */
+        paused: boolean;
+        /** `body.readableEnded`. */
+        ended: boolean;
+      }
+    | undefined;
+  /** The byte relay's read gate: requests held for want of room in the budget (0 when none wait). */
+  heldReadDemand?: number | undefined;
 }
 
 /**
@@ -83,6 +115,13 @@ export class GatewayMetrics {
       },
     });
     if (options.defaultMetrics) collectDefaultMetrics({ register: registry, prefix: 'tidegate_' });
+  }
+
+  /** A snapshot of every live stream that can describe itself, oldest first. */
+  snapshotStreams(): StreamSnapshot[] {
+    const out: StreamSnapshot[] = [];
+    for (const s of this.live) if (s.describe !== undefined) out.push(s.describe());
+    return out;
   }
 
   /** Registers a live stream for the scrape-time gauges; returns its removal. */

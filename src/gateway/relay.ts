@@ -178,6 +178,8 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
     let body$: Readable | undefined;
     /** Byte relay: re-checks an upstream read held for want of room. */
     let gate: ReadGate | undefined;
+    /** The upstream call (not on resumable routes), for `describe()`. */
+    let reader: UpstreamStream | undefined;
     let handle: StreamHandle | undefined;
     let readerCounted = false;
     /** Set when a small byte-relay budget meets an unsized reader: the event relay with demand in bytes, events up to this size. */
@@ -219,6 +221,7 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
       // Only this call is retried: it ends at the upstream's status line, before the client saw a byte.
       const upstream = await withRetries(() => attempt(() => openUpstreamStream(upstreamRequest)), route.retry, retryOptions);
       body$ = upstream.response.body as unknown as Readable;
+      reader = upstream;
       // A compressed or TLS body (reads not sized) takes up to UNSIZED_READER_BYTES unasked: with
       // less room than that beside a frame, its bytes could not stay inside the budget, so this
       // stream relays events instead (whose budget leaves the reader out).
@@ -269,6 +272,14 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
     const untrack = metrics.track({
       bufferedBytes: () => budget.used,
       upstreamPaused: () => body$ !== undefined && body$.isPaused() && body$.readableLength > 0 && !body$.readableEnded,
+      describe: () => ({
+        streamId,
+        route: route.path,
+        ageMs: elapsed(),
+        bridge: handle?.state(),
+        upstream: body$ === undefined || reader === undefined ? undefined : { bufferedBytes: reader.bufferedBytes(), readsSized: reader.readsSized(), paused: body$.isPaused(), ended: body$.readableEnded },
+        heldReadDemand: gate?.heldDemand,
+      }),
     });
     handle = sendFlow(res, flow, {
       prefetch: frameBytes === undefined ? route.policy.prefetch : FRAME_PREFETCH,
@@ -418,6 +429,11 @@ class ReadGate extends OperatorSubscriber<Buffer, Buffer> {
     private readonly queued: { bytes: number },
   ) {
     super(actual, context);
+  }
+
+  /** Requests held for want of room (0 when none wait). */
+  get heldDemand(): number {
+    return this.held;
   }
 
   onNext(value: Buffer): void {
