@@ -59,6 +59,25 @@ describe('adaptFrames', () => {
     expect(out[1]).toMatchObject({ type: 'frames', usage: { inputTokens: 3, outputTokens: 5, totalTokens: 8 } });
   });
 
+  it('reports usage whose key is spelt with a JSON escape ("\\u0075sage" is "usage")', async () => {
+    const usage = 'data: {"id":"c1","choices":[],"\\u0075sage":{"prompt_tokens":3,"completion_tokens":5,"total_tokens":8}}\n\n';
+    const { out } = await run([frame(chunk('a')), frame(chunk('b') + usage), frame('data: [DONE]\n\n')]);
+    expect(out[1]).toMatchObject({ type: 'frames', usage: { inputTokens: 3, outputTokens: 5, totalTokens: 8 } });
+  });
+
+  it('signals an error event whose key is spelt with a JSON escape, not relaying it', async () => {
+    const err = 'data: {"\\u0065rror":{"message":"boom","type":"server_error","code":null}}\n\n';
+    const { out, error } = await run([frame(chunk('a')), frame(chunk('b') + err)]);
+    expect(bytesOf(out)).toBe(chunk('a') + chunk('b'));
+    expect(error).toBeInstanceOf(UpstreamStreamError);
+  });
+
+  it('passes over frames whose only escapes are of non-ASCII text (CJK as \\u4f60)', async () => {
+    const cjk = frame('data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"\\u4f60\\u597d \\u001b"},"finish_reason":null}]}\n\n');
+    const { out } = await run([frame(chunk('a')), cjk, frame('data: [DONE]\n\n')]);
+    expect(out[1]?.wire).toBe(cjk);
+  });
+
   it('keeps the upstream bytes of a decoded frame exactly: comments, ids and field order', async () => {
     const text = ': keepalive\nid: 7\ndata: {"choices":[{"index":0,"delta":{"content":"x"}}]}\n\n';
     const { out } = await run([frame(text), frame('data: [DONE]\n\n')]);
@@ -79,6 +98,14 @@ describe('adaptFrames', () => {
     expect(error).toBeUndefined();
     expect(bytesOf(out)).toBe(text.slice(0, text.indexOf('event: ping')));
     expect(out[0]).toMatchObject({ delta: true, usage: { inputTokens: 4 } });
+  });
+
+  it("ends an Anthropic stream at a data-only message_stop whose type is spelt with a JSON escape", async () => {
+    const delta = 'data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}}\n\n';
+    const stop = 'data: {"type":"m\\u0065ssage_stop"}\n\n';
+    const { out, error } = await run([frame(delta), frame(delta + stop + delta)], anthropicAdapter);
+    expect(error).toBeUndefined();
+    expect(bytesOf(out)).toBe(delta + delta + stop);
   });
 
   it('finds a passthrough terminator inside a frame', async () => {

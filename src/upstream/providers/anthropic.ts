@@ -4,7 +4,7 @@ import type { SseEvent, SseEventInit } from '../../sse';
 import { UpstreamHttpError, UpstreamStreamError } from '../errors';
 import { codeOf, httpStatusOf, messageOf, writeJsonError } from './errors-http';
 import type { GatewayEvent, ProviderAdapter } from './types';
-import { num, obj, parseObject, reencoder } from './wire';
+import { hasAsciiEscape, num, obj, parseObject, reencoder } from './wire';
 
 /** The Anthropic API version sent upstream when the client sent none. */
 export const DEFAULT_ANTHROPIC_VERSION = '2023-06-01';
@@ -76,7 +76,7 @@ export const anthropicAdapter: ProviderAdapter = {
   needsDecode(frame) {
     // message_start / message_delta (usage), message_stop (the terminator), error events
     // (`event: error`, `"type":"error"`); `rror` is a rarer first byte to search for than `e`.
-    return frame.indexOf(MESSAGE_NEEDLE) !== -1 || frame.indexOf(ERROR_NEEDLE) !== -1;
+    return frame.indexOf(MESSAGE_NEEDLE) !== -1 || frame.indexOf(ERROR_NEEDLE) !== -1 || hasAsciiEscape(frame);
   },
   authHeaders(apiKey): Record<string, string> {
     return apiKey ? { 'x-api-key': apiKey } : {};

@@ -3,7 +3,7 @@ import type { SseEvent, SseEventInit } from '../../sse';
 import { UpstreamStreamError } from '../errors';
 import { codeOf, httpStatusOf, messageOf, writeJsonError } from './errors-http';
 import type { GatewayEvent, ProviderAdapter, TokenUsage } from './types';
-import { num, obj, parseObject, reencoder } from './wire';
+import { hasAsciiEscape, num, obj, parseObject, reencoder } from './wire';
 
 /** The OpenAI error object `{message, type, code}` for an error tidegate (or the upstream) raised. */
 function openAiError(error: unknown): { message: string; type: string; code: string | number | null; param: null } {
@@ -162,7 +162,7 @@ export const openaiAdapter: ProviderAdapter = {
     };
   },
   needsDecode(frame) {
-    return frame.indexOf(DONE_NEEDLE) !== -1 || frame.indexOf(ERROR_NEEDLE) !== -1 || hasUsageObject(frame);
+    return frame.indexOf(DONE_NEEDLE) !== -1 || frame.indexOf(ERROR_NEEDLE) !== -1 || hasUsageObject(frame) || hasAsciiEscape(frame);
   },
   authHeaders(apiKey): Record<string, string> {
     return apiKey ? { authorization: `Bearer ${apiKey}` } : {};

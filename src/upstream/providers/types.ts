@@ -48,7 +48,8 @@ export interface ProviderAdapter {
    * For the byte relay: `true` when a frame (whole event blocks, LF line ends, valid UTF-8) may
    * hold an event this adapter must decode (its terminator, an error, usage). A native substring
    * scan, never a parse: a false `true` only costs a decode, a false `false` would relay an
-   * event unseen. Absent: every frame is decoded.
+   * event unseen, so a name spelt with JSON escapes must count (see `hasAsciiEscape`).
+   * Absent: every frame is decoded.
    */
   needsDecode?(frame: Buffer): boolean;
   /** Headers that carry the configured upstream credential (never the client's). */

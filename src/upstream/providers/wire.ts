@@ -37,3 +37,20 @@ export function num(v: unknown): number | undefined {
 export function obj(v: unknown): Record<string, unknown> | undefined {
   return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
 }
+
+const ASCII_ESCAPE = Buffer.from('\\u00');
+
+/**
+ * True when `frame` holds a JSON `\u00XX` escape of a printable ASCII character (U+0020–U+007F,
+ * RFC 8259 §7). A key or value an adapter's `needsDecode` looks for by its bytes (`"usage"`,
+ * `"error"`, `message_stop`) may be spelt that way (`"\u0075sage"` is `"usage"`), so a frame
+ * with one is decoded rather than passed over. Escapes of other characters (CJK text as
+ * `\u4f60`, control characters as `\u001b`) cannot spell those names and do not count.
+ */
+export function hasAsciiEscape(frame: Buffer): boolean {
+  for (let at = frame.indexOf(ASCII_ESCAPE); at !== -1; at = frame.indexOf(ASCII_ESCAPE, at + 4)) {
+    const digit = frame[at + 4];
+    if (digit !== undefined && digit >= 0x32 && digit <= 0x37) return true;
+  }
+  return false;
+}
