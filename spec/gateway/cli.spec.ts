@@ -158,6 +158,21 @@ describe('tidegate CLI: configuration', () => {
   });
 });
 
+describe('tidegate CLI: --debug-streams', () => {
+  it('serves GET /debug/streams only with the flag', async () => {
+    for (const [args, status] of [[[], 404], [['--debug-streams'], 200]] as const) {
+      const cli = run([...args]);
+      children.push(cli.child);
+      const url = await listening(cli);
+      const res = await fetch(`${url}/debug/streams`);
+      expect(res.status).toBe(status);
+      if (status === 200) expect(await res.json()).toEqual({ activeStreams: 0, streams: [] });
+      cli.child.kill('SIGTERM');
+      expect(await cli.exit).toBe(0);
+    }
+  });
+});
+
 describe('gateway readiness while draining', () => {
   let sim: Simulator;
   afterEach(() => sim.close());
