@@ -10,10 +10,11 @@
 //
 // IPC: {cmd:'start', spec} → {type:'started'}; {cmd:'freeze'} → {type:'frozen'}; {cmd:'unfreeze'} → {type:'unfrozen'};
 //      {cmd:'snapshot'} → {type:'snapshot'};
-//      {cmd:'stop', drainMs, maxDrainMs, idleMs, lateMs, debugUrl} → {type:'result'}
+//      {cmd:'stop', drainMs, maxDrainMs, idleMs, lateMs, debugUrl, upstreamPort} → {type:'result'}
 const net = require('node:net');
 const fs = require('node:fs');
 const { performance } = require('node:perf_hooks');
+const { linksOfPort } = require('./lib/kernel-tcp');
 
 const FFFD = Buffer.from([0xef, 0xbf, 0xbd]);
 const ERR_MARK = Buffer.from('event: error');
@@ -472,15 +473,20 @@ process.on('message', async (msg) => {
       let late = null;
       const stillOpen = clients.filter((c) => !c.ended);
       if ((msg.lateMs || 0) > 0 && stillOpen.length > 0) {
+        // The fake upstream's links as the drain stops: unsent bytes and timers on its side
+        // (4 = zero-window probe, 1 = retransmit), unread bytes on the proxy's side.
+        const upstreamLinksAtStop = msg.upstreamPort ? linksOfPort(msg.upstreamPort) : null;
         const gatewayAtStop = msg.debugUrl ? await gatewayStreams(msg.debugUrl) : null;
         const lateStart = Date.now();
-        const bytesAt = stillOpen.map((c) => c.rawBytes);
+        // Moved = a new event (a heartbeat comment alone is not progress).
+        const eventsAt = stillOpen.map((c) => c.events);
         while (Date.now() - lateStart < msg.lateMs && stillOpen.some((c) => !c.ended)) await new Promise((r) => setTimeout(r, 100));
         late = {
           open: stillOpen.length,
           endedLater: stillOpen.filter((c) => c.ended).length,
-          movedLater: stillOpen.filter((c, i) => c.rawBytes > bytesAt[i]).length,
+          movedLater: stillOpen.filter((c, i) => c.events > eventsAt[i]).length,
           watchedMs: Date.now() - lateStart,
+          upstreamLinksAtStop,
           gatewayAtStop,
           gatewayAfterWatch: msg.debugUrl ? await gatewayStreams(msg.debugUrl) : null,
         };

@@ -152,6 +152,13 @@ function cutText(cell) {
 }
 
 /** "10 error event + 3 reset + 1 closed" style summary of how S1 streams of one kind ended. */
+/** S1's kernel TCP memory cell: the peak, and whether the kernel was under memory pressure. */
+function kernelTcpCell(k) {
+  if (!k || k.peakMb === null || k.peakMb === undefined) return 'n/a';
+  const ms = k.counters && k.counters.TCPMemoryPressuresChrono;
+  return `${f(k.peakMb / 1000, 2)} GB${k.underPressure ? ` (**under pressure**${ms ? ` ${f(ms / 1000, 0)} s` : ''})` : ''}`;
+}
+
 function endedHow(r, kind) {
   const parts = [];
   const closed = (r[`${kind}Closed`] || 0) + (r[`${kind}Unread`] || 0);
@@ -291,7 +298,7 @@ function markdown(res, charts, analysis) {
       S.S1.error
         ? `S1 failed: ${S.S1.error}`
         : mdTable(
-            ['system', 'idle RSS', 'peak RSS − idle', 'held/stream (max while open)', 'peak budget use (gateway log)', 'upstream produced/stream (mean of nominal)', 'stalled: cut with an error event', 'stalled: cut (reset)', 'slow: cut with an error event', 'slow: cut (reset)', 'slow: done (after drain)', 'streams the gateway ended (log)'],
+            ['system', 'idle RSS', 'peak RSS − idle', 'held/stream (max while open)', 'peak budget use (gateway log)', 'upstream produced/stream (mean of nominal)', 'stalled: cut with an error event', 'stalled: cut (reset)', 'slow: cut with an error event', 'slow: cut (reset)', 'slow: done (after drain)', 'streams the gateway ended (log)', 'kernel TCP memory, peak'],
             Object.entries(S.S1).map(([n, r]) =>
               ok(r)
                 ? [
@@ -307,12 +314,18 @@ function markdown(res, charts, analysis) {
                     `${r.slowReset ?? 'n/a'}/${r.slowTotal}${endedHow(r, 'slow') ? ` (${endedHow(r, 'slow')})` : ''}`,
                     `${r.slowCompleted}/${r.slowTotal}`,
                     gatewayCuts(r.streamLog),
+                    kernelTcpCell(r.kernelTcp),
                   ]
-                : [LABELS[n] || n, `error: ${esc(r.error).slice(0, 120)}`, '', '', '', '', '', '', '', '', '', ''],
+                : [LABELS[n] || n, `error: ${esc(r.error).slice(0, 120)}`, '', '', '', '', '', '', '', '', '', '', ''],
             ),
           ),
     );
     out.push('');
+    const pressure = Object.values(S.S1).find((r) => ok(r) && r.kernelTcp && r.kernelTcp.pressureMb)?.kernelTcp.pressureMb;
+    if (pressure) {
+      out.push(`"kernel TCP memory" is what every TCP socket on the machine held at its peak during the row's run (\`/proc/net/sockstat\`), against \`tcp_mem\`'s pressure threshold, ${f(pressure / 1000, 2)} GB here. The megabytes each stream's upstream produced beyond what the proxy holds sit in the kernel's socket buffers (the upstream's send queue, the proxy's receive and send queues, the client's receive queue), and \`pause\` keeps them there for the whole hold. Past the threshold Linux shrinks receive windows, may prune receive queues and drop segments, and a sender then waits out a backed-off retransmission or window-probe timer: a stream can sit still for seconds with its proxy holding nothing and asking for more (the gateway's \`GET /debug/streams\` shows it: the bridge requesting, the upstream body flowing and empty). The bench records such pauses: streams still open when the drain stops are watched for ${f((p.lateMs || 0) / 1000, 0)} s more, with the gateway's view of each and the upstream links' queues and timers (\`openAfterDrainLate\` in the results JSON).`);
+      out.push('');
+    }
     if (charts['bench-s1-rss.svg']) out.push('![S1 RSS over time](img/bench-s1-rss.svg)\n');
   }
   if (S.S2) {

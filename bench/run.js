@@ -12,6 +12,7 @@ const os = require('node:os');
 const path = require('node:path');
 const procs = require('./lib/procs');
 const { Sampler } = require('./lib/sampler');
+const { KernelTcpWatch } = require('./lib/kernel-tcp');
 const { targets, DEFAULT_POLICY, tidegateCommand, GATEWAY_CLI, cliFlags } = require('./targets');
 const report = require('./report');
 
@@ -365,6 +366,9 @@ async function runS1() {
     const policy = { stallTimeoutMs: p.stallTimeoutMs, ...(t.policy || {}) };
     await upCtl('/_config', { rate: p.rate, eventBytes: p.eventBytes, durationMs: p.durationMs, maxBytes: 1 << 30, ts: false, tickMs: 10 });
     const h = await startTarget(t, policy);
+    // The kernel's TCP memory over the target's run (its peak against tcp_mem, pressure events).
+    const kernel = new KernelTcpWatch();
+    const kernelTimer = setInterval(() => kernel.sample(), 500);
     try {
       h.sampler.startSampling();
       await loadCall({ cmd: 'start', spec: { port: h.port, path: t.path, clients: p.clients, modes: ['stalled', 'slow'], slowBps: p.slowBps, tagPrefix: 's1-' } }, 'started');
@@ -399,7 +403,8 @@ async function runS1() {
       }
       const samples = h.sampler.stopSampling();
       const debugUrl = t.tidegate ? `http://127.0.0.1:${h.port}/debug/streams` : undefined;
-      const res = await loadCall({ cmd: 'stop', drainMs: p.drainMs, maxDrainMs: p.maxDrainMs, idleMs: p.drainIdleMs, lateMs: p.lateMs, debugUrl }, 'result', p.maxDrainMs + p.lateMs + 30000);
+      const res = await loadCall({ cmd: 'stop', drainMs: p.drainMs, maxDrainMs: p.maxDrainMs, idleMs: p.drainIdleMs, lateMs: p.lateMs, debugUrl, upstreamPort: upstream.port }, 'result', p.maxDrainMs + p.lateMs + 30000);
+      clearInterval(kernelTimer);
       // Exact held bytes where the client read past its mark: read from upstream − payload up to
       // the mark (what the client read plus the payload in the down-link kernel queues).
       const clientByTag = new Map(res.clients.map((c) => [c.tag, c]));
@@ -461,6 +466,8 @@ async function runS1() {
           .map((c) => ({ mode: c.mode, rawBytes: c.rawBytes, events: c.events, lastEventMsBeforeDrain: c.lastEventAt ? res.drainStartedAt - c.lastEventAt : null })),
         // Those streams watched for up to lateMs after the drain: how many ended or moved (a pause) and how many did not (a hang).
         openAfterDrainLate: res.late ?? null,
+        // The kernel's TCP memory from the target's start to the end of the drain.
+        kernelTcp: kernel.result(),
         failed: res.clients.filter((c) => c.failed && !c.status).length,
         stalledErrorCodes: countBy(stalled.filter((c) => c.sawError).map((c) => c.errorCode)),
         policy: t.tidegate ? policy : undefined,
@@ -472,6 +479,7 @@ async function runS1() {
         rssSeries: samples.map((s) => [s.tMs, +s.rssMb.toFixed(1)]),
       };
     } finally {
+      clearInterval(kernelTimer);
       await stopTarget(h);
     }
   });
@@ -483,6 +491,11 @@ async function runS1() {
       for (const [when, g] of [['at the stop', late.gatewayAtStop], ['after the watch', late.gatewayAfterWatch]]) {
         if (g) console.log(`    gateway ${when}: ${g.holders ? `${g.activeStreams} active, ${JSON.stringify(g.holders)}` : JSON.stringify(g)}`);
       }
+      if (late.upstreamLinksAtStop) console.log(`    upstream links at the stop: ${JSON.stringify(late.upstreamLinksAtStop)}`);
+    }
+    const k = r.kernelTcp;
+    if (k && k.peakMb !== null) {
+      console.log(`  ${name}: kernel TCP memory peak ${k.peakMb.toFixed(0)} MB (pressure at ${k.pressureMb?.toFixed(0)} MB)${k.underPressure ? ', UNDER PRESSURE' : ''}; ${JSON.stringify(k.counters)}`);
     }
   }
   table(

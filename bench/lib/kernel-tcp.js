@@ -1,0 +1,115 @@
+'use strict';
+// The kernel's TCP memory, read from /proc: S1 parks megabytes per stream in socket buffers on
+// purpose, and past `tcp_mem`'s pressure threshold Linux prunes receive queues, drops segments
+// and shrinks windows; senders then wait out backed-off retransmission and zero-window-probe
+// timers (up to 120 s), whichever proxy sits in between. These figures tell such a stall from a
+// proxy's own.
+const fs = require('node:fs');
+
+const PAGE = 4096;
+/** TcpExt counters that move when the kernel is short of TCP memory or a sender backs off. */
+const COUNTERS = ['TCPMemoryPressures', 'TCPMemoryPressuresChrono', 'PruneCalled', 'RcvPruned', 'TCPRcvQDrop', 'TCPTimeouts', 'TCPWinProbe', 'TCPToZeroWindowAdv'];
+
+function read(file) {
+  try {
+    return fs.readFileSync(file, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+/** `tcp_mem` (pages): [low, pressure, high], or null. */
+function tcpMemLimits() {
+  const v = read('/proc/sys/net/ipv4/tcp_mem').trim().split(/\s+/).map(Number);
+  return v.length === 3 && v.every(Number.isFinite) ? v : null;
+}
+
+/** Pages of memory all TCP sockets hold now (`/proc/net/sockstat`), or null. */
+function tcpMemPages() {
+  const m = /^TCP:.*\bmem (\d+)/m.exec(read('/proc/net/sockstat'));
+  return m ? Number(m[1]) : null;
+}
+
+/** The TcpExt counters of {@link COUNTERS} now (cumulative since boot), or null. */
+function counters() {
+  const lines = read('/proc/net/netstat').split('\n');
+  for (let i = 0; i + 1 < lines.length; i += 2) {
+    if (!lines[i].startsWith('TcpExt:')) continue;
+    const names = lines[i].split(/\s+/);
+    const values = lines[i + 1].split(/\s+/);
+    const out = {};
+    for (const c of COUNTERS) {
+      const k = names.indexOf(c);
+      if (k > 0) out[c] = Number(values[k]);
+    }
+    return out;
+  }
+  return null;
+}
+
+/**
+ * Watches the kernel's TCP memory while a target runs: `sample()` on the bench's sampling
+ * tick records the peak, `result()` the peak against `tcp_mem` and the counters' deltas.
+ */
+class KernelTcpWatch {
+  constructor() {
+    this.limits = tcpMemLimits();
+    this.start = counters();
+    this.peakPages = tcpMemPages();
+  }
+
+  sample() {
+    const p = tcpMemPages();
+    if (p !== null && (this.peakPages === null || p > this.peakPages)) this.peakPages = p;
+  }
+
+  result() {
+    this.sample();
+    const end = counters();
+    const deltas = {};
+    if (this.start && end) for (const c of COUNTERS) if (c in end && c in this.start) deltas[c] = end[c] - this.start[c];
+    return {
+      peakMb: this.peakPages === null ? null : (this.peakPages * PAGE) / 1e6,
+      pressureMb: this.limits ? (this.limits[1] * PAGE) / 1e6 : null,
+      highMb: this.limits ? (this.limits[2] * PAGE) / 1e6 : null,
+      underPressure: deltas.TCPMemoryPressures > 0 || (this.limits !== null && this.peakPages !== null && this.peakPages >= this.limits[1]),
+      counters: deltas,
+    };
+  }
+}
+
+/**
+ * The TCP links of a server port (the fake upstream's) from /proc/net/tcp{,6}: the server's
+ * side (sender: unsent bytes, active timer) and the client's side (receiver: unread bytes).
+ * Timer codes (the `tr` column): 0 none, 1 retransmit, 2 keepalive, 3 TIME_WAIT, 4 zero-window probe.
+ */
+function linksOfPort(port) {
+  const sender = { links: 0, txBytes: 0, txMax: 0, timers: {}, retransmitsMax: 0 };
+  const receiver = { links: 0, rxBytes: 0, rxMax: 0, withUnread: 0 };
+  for (const f of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    const lines = read(f).split('\n');
+    for (let i = 1; i < lines.length; i++) {
+      const p = lines[i].trim().split(/\s+/);
+      if (p.length < 7 || p[3] !== '01') continue; // established only
+      const lp = parseInt(p[1].split(':').pop(), 16);
+      const rp = parseInt(p[2].split(':').pop(), 16);
+      const [tx, rx] = p[4].split(':').map((h) => parseInt(h, 16));
+      if (lp === port) {
+        sender.links++;
+        sender.txBytes += tx;
+        sender.txMax = Math.max(sender.txMax, tx);
+        const timer = p[5].split(':')[0];
+        sender.timers[timer] = (sender.timers[timer] || 0) + 1;
+        sender.retransmitsMax = Math.max(sender.retransmitsMax, parseInt(p[6], 16));
+      } else if (rp === port) {
+        receiver.links++;
+        receiver.rxBytes += rx;
+        receiver.rxMax = Math.max(receiver.rxMax, rx);
+        if (rx > 0) receiver.withUnread++;
+      }
+    }
+  }
+  return { sender, receiver };
+}
+
+module.exports = { KernelTcpWatch, linksOfPort, tcpMemLimits, tcpMemPages };
