@@ -312,7 +312,7 @@ function markdown(res, charts, analysis) {
                     `${r.stalledReset ?? 'n/a'}/${r.stalledTotal}${endedHow(r, 'stalled') ? ` (${endedHow(r, 'stalled')})` : ''}`,
                     `${r.slowErrored}/${r.slowTotal}`,
                     `${r.slowReset ?? 'n/a'}/${r.slowTotal}${endedHow(r, 'slow') ? ` (${endedHow(r, 'slow')})` : ''}`,
-                    `${r.slowCompleted}/${r.slowTotal}`,
+                    `${r.slowCompleted}/${r.slowTotal}${r.drainedMs != null ? ` (drain ${f(r.drainedMs / 1000, 1)} s)` : ''}`,
                     gatewayCuts(r.streamLog),
                     kernelTcpCell(r.kernelTcp),
                   ]
@@ -323,7 +323,7 @@ function markdown(res, charts, analysis) {
     out.push('');
     const pressure = Object.values(S.S1).find((r) => ok(r) && r.kernelTcp && r.kernelTcp.pressureMb)?.kernelTcp.pressureMb;
     if (pressure) {
-      out.push(`"kernel TCP memory" is what every TCP socket on the machine held at its peak during the row's run (\`/proc/net/sockstat\`), against \`tcp_mem\`'s pressure threshold, ${f(pressure / 1000, 2)} GB here. The megabytes each stream's upstream produced beyond what the proxy holds sit in the kernel's socket buffers (the upstream's send queue, the proxy's receive and send queues, the client's receive queue), and \`pause\` keeps them there for the whole hold. Past the threshold Linux shrinks receive windows, may prune receive queues and drop segments, and a sender then waits out a backed-off retransmission or window-probe timer: a stream can sit still for seconds with its proxy holding nothing and asking for more (the gateway's \`GET /debug/streams\` shows it: the bridge requesting, the upstream body flowing and empty). The bench records such pauses: streams still open when the drain stops are watched for ${f((p.lateMs || 0) / 1000, 0)} s more, with the gateway's view of each and the upstream links' queues and timers (\`openAfterDrainLate\` in the results JSON).`);
+      out.push(`"kernel TCP memory" is what every TCP socket on the machine held at its peak during the row's run (\`/proc/net/sockstat\`), against \`tcp_mem\`'s pressure threshold, ${f(pressure / 1000, 2)} GB here. The megabytes each stream's upstream produced beyond what the proxy holds sit in the kernel's socket buffers (the upstream's send queue, the proxy's receive and send queues, the client's receive queue), and \`pause\` keeps them there for the whole hold. Past the threshold Linux shrinks receive windows, may prune receive queues and drop segments, and a sender then waits out a backed-off retransmission or window-probe timer: a stream can sit still for seconds with its proxy holding nothing and asking for more (the gateway's \`GET /debug/streams\` shows it: the bridge requesting, the upstream body flowing and empty). The drain therefore ends when every stream has ended, or after ${f((p.drainIdleMs || 1000) / 1000, 0)} s in which no client got a byte (at most ${f((p.maxDrainMs || 0) / 1000, 0)} s in all); streams still open then are watched for ${f((p.lateMs || 0) / 1000, 0)} s more, with the gateway's view of each and the upstream links' queues and retransmission timers (\`openAfterDrainLate\` in the results JSON).`);
       out.push('');
     }
     if (charts['bench-s1-rss.svg']) out.push('![S1 RSS over time](img/bench-s1-rss.svg)\n');

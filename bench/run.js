@@ -39,7 +39,7 @@ const P = QUICK
       micro: { elements: 200000, runs: 3 },
     }
   : {
-      s1: { clients: 200, rate: 10000, eventBytes: 100, durationMs: 20000, slowBps: 2048, stallTimeoutMs: 90000, stallSlackMs: 10000, drainMs: 3000, maxDrainMs: 60000, drainIdleMs: 5000, lateMs: 15000, snapshotsAt: [0.2, 0.4, 0.6, 1] },
+      s1: { clients: 200, rate: 10000, eventBytes: 100, durationMs: 20000, slowBps: 2048, stallTimeoutMs: 90000, stallSlackMs: 10000, drainMs: 3000, maxDrainMs: 120000, drainIdleMs: 30000, lateMs: 15000, snapshotsAt: [0.2, 0.4, 0.6, 1] },
       s2: { clients: 50, bytesPerStream: 20 << 20, eventBytes: 150, maxMs: 60000 },
       s3: { clients: 100, rate: 100, eventBytes: 150, durationMs: 10000, warmupMs: 3000 },
       s4: { streams: Math.min(9000, S4_MAX), holdMs: 15000, eventBytes: 150 },
