@@ -18,16 +18,16 @@
  * wake-up (snapshot: socketFull, writableLength 0).
  *
  * Tried, no hang found (2026-11-30, Node 20, 2 CPUs shared with other jobs): the 8 scenarios
- * below with their seeds and with seeds 11, 12, 21-26, 31-33, 41-43 (up to 60 streams, 8-20 MB
+ * below with their seeds and with seeds 11, 12, 21-26, 31-33, 41-43, 51-53, 61-63 (up to 60 streams, 8-20 MB
  * per stream, up to 6 jest processes at once so the gateway, the upstream and the clients
- * starved each other), bench mode with 150 streams and the S1-like scenario with 120: budgets 32 KiB, 64 KiB, 256 KiB; events 101 B..20 KiB (odd sizes);
+ * starved each other), bench mode with 150 streams and the S1-like scenario with 120: budgets 32, 40, 64 and 256 KiB; events 101 B..20 KiB (odd sizes);
  * bursts 1..5000 events per tick and bench-rate 10,000 events/s; gzip upstream (unsized reads:
  * byte relay on 256 KiB, event relay with demand in bytes on 64 KiB); heartbeats off and 50 ms;
  * read buffers 512 B..64 KiB; fast readers that stop again for up to 500 ms. Every stream
  * completed; the gate was seen holding only while the bridge's socket was full (its 'drain'
  * pokes it), never beside an idle bridge.
  *
- * This file: about 40 s alone, under 55 s with 5 copies running at once (all passed).
+ * This file: about 42 s alone, under 57 s with 5 copies running at once (all passed).
  *
  * Replay/widen: R8_SCENARIO=<name prefix>, R8_SEED, R8_STREAMS, R8_TOTAL (bytes per stream),
  * R8_VERBOSE=1 (per-scenario outcomes, gate states seen, bytes per client).
