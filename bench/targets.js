@@ -176,7 +176,9 @@ function gatewayAvailable() {
 }
 
 async function startNode(name, args, ctx) {
-  const rec = procs.start(name, process.execPath, args, { cwd: ROOT });
+  // BENCH_BASELINE_NODE_FLAGS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles the Node baselines as BENCH_GATEWAY_NODE_FLAGS does the gateway.
+  const nodeFlags = (process.env.BENCH_BASELINE_NODE_FLAGS || '').split(/\s+/).filter(Boolean);
+  const rec = procs.start(name, process.execPath, [...nodeFlags, ...args], { cwd: ROOT });
   await procs.waitForPort(ctx.port, 10000, rec);
   return { rec, port: ctx.port, sampleChildren: false };
 }
