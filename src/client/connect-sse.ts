@@ -21,6 +21,9 @@ export interface SseResponseInfo {
 /** The longest delay `setTimeout` honours (2^31-1 ms, about 24.8 days). */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
+/** How long a response may stay open after its terminal event before it is aborted, ms (as the gateway's `adaptProvider`). */
+const DRAIN_AFTER_TERMINAL_MS = 1000;
+
 /** Passed to {@link ConnectSseOptions.onReconnect} each time a reconnect is scheduled. */
 export interface SseReconnectInfo {
   /** Failed attempts in a row, counting this failure (reset by any delivered event). */
@@ -55,7 +58,11 @@ export interface ConnectSseOptions {
   maxDelayMs?: number | undefined;
   /** No bytes at all (heartbeats included) for this long while waiting for headers or while events are requested = network error (default: off). */
   idleTimeoutMs?: number | undefined;
-  /** True for the event that ends the stream cleanly (e.g. OpenAI's `data: [DONE]`): it is delivered, then the flow completes without reconnecting. */
+  /**
+   * True for the event that ends the stream cleanly (e.g. OpenAI's `data: [DONE]`): it is delivered, then the flow
+   * completes at once without reconnecting. The response body is then read to its end and dropped, so the keep-alive
+   * socket goes back to the agent's pool; a response still open 1000 ms after the terminal event is aborted.
+   */
   isTerminal?: ((event: SseEvent) => boolean) | undefined;
   /** The fetch to use (default node-fetch 2). Native fetch / undici are accepted (WHATWG body). */
   fetch?: SseFetch | undefined;
@@ -102,8 +109,15 @@ export interface ConnectSseOptions {
  * Demand: events are delivered only as requested; the socket is read one chunk at a time while
  * demand is unmet and paused otherwise (bounded by the stream and kernel buffers).
  * Discard: a partial event at a dropped connection; events parsed beyond demand are held only
- * within one chunk (see `sseDecode`). Cancel, completion and error release the socket (abort),
- * every timer and the `signal` listener.
+ * within one chunk (see `sseDecode`). Cancel, error and completion without a terminal event
+ * release the socket (abort), every timer and the `signal` listener.
+ * After a terminal event (`isTerminal`) the flow completes at once (timers and the `signal`
+ * listener released), then the response body is read to its end and dropped, nothing more is
+ * delivered and nothing reconnects, so the socket returns to the keep-alive pool: what most
+ * servers do (OpenAI ends the body right after `data: [DONE]`). A response still open 1000 ms
+ * later is aborted (socket destroyed; the timer is unref'd and cleared when the body ends or
+ * fails). An error or EOF during that drain is not signalled; a cancel after completion, or an
+ * abort of `signal`, does not cut it short.
  * Errors: {@link SseHttpError}; {@link SseConnectionError} (network error / EOF with reconnect off
  * or attempts spent; `cause` set); `TimeoutError` (`kind: 'idle'`) when idle with reconnect off or
  * attempts spent; {@link SseLimitError}; `signal.reason` on abort.
@@ -217,6 +231,7 @@ export class SseSession implements Subscription {
   private generation = 0;
   private controller: AbortController | undefined;
   private inner: Subscription | undefined;
+  private tap: BodyTap | undefined;
   private backoffTimer: NodeJS.Timeout | undefined;
   private idleTimer: NodeJS.Timeout | undefined;
   private lastEventId: string;
@@ -350,7 +365,9 @@ export class SseSession implements Subscription {
       return;
     }
     const seed = this.lastEventId;
-    const bytes = tapBytes(bodyFlow(response.body), () => this.touch(gen), seed);
+    const tap: BodyTap = { body: undefined, ended: false, drainEnded: undefined };
+    this.tap = tap;
+    const bytes = tapBytes(bodyFlow(response.body), () => this.touch(gen), seed, tap);
     const events = bytes.pipe(
       sseDecode({
         maxLineBytes: this.options.maxLineBytes,
@@ -405,7 +422,7 @@ export class SseSession implements Subscription {
     }
     this.actual?.onNext(event);
     if ((this.state as State) === 'done') return; // the subscriber cancelled in onNext
-    if (terminal) this.finish(false, undefined);
+    if (terminal) this.finish(false, undefined, true);
     else this.updateIdle();
   }
 
@@ -483,20 +500,60 @@ export class SseSession implements Subscription {
     }
   }
 
-  /** Releases the current connection: later signals from it are ignored. */
-  private closeConnection(): void {
+  /** Takes the current connection's handles: later signals from it are ignored. */
+  private detachConnection(): { inner: Subscription | undefined; controller: AbortController | undefined; tap: BodyTap | undefined } {
     this.generation++;
     this.clearIdle();
-    const inner = this.inner;
-    const controller = this.controller;
+    const taken = { inner: this.inner, controller: this.controller, tap: this.tap };
     this.inner = undefined;
     this.controller = undefined;
+    this.tap = undefined;
+    return taken;
+  }
+
+  /** Releases the current connection (abort): later signals from it are ignored. */
+  private closeConnection(): void {
+    const { inner, controller } = this.detachConnection();
     inner?.cancel();
     controller?.abort();
   }
 
-  private release(): void {
-    this.closeConnection();
+  /**
+   * Lets the current response end on its own after a terminal event, so its keep-alive socket is
+   * reused: the body is read to its end below the decoder and dropped (later signals of the
+   * connection are ignored, as after {@link closeConnection}); aborted if still open after
+   * {@link DRAIN_AFTER_TERMINAL_MS}.
+   */
+  private drainConnection(): void {
+    const tap = this.tap;
+    const body = tap?.body;
+    if (tap === undefined || body === undefined) {
+      this.closeConnection();
+      return;
+    }
+    const { inner, controller } = this.detachConnection();
+    if (tap.ended) {
+      // The body already ended (its last events were still queued in the decoder): nothing to read.
+      inner?.cancel();
+      return;
+    }
+    const timer = setTimeout(() => {
+      tap.drainEnded = noop;
+      inner?.cancel();
+      controller?.abort();
+    }, DRAIN_AFTER_TERMINAL_MS);
+    timer.unref();
+    // EOF or an error: the socket is back in the pool, or already gone; nothing to abort.
+    tap.drainEnded = () => {
+      tap.drainEnded = noop;
+      clearTimeout(timer);
+    };
+    body.request(Infinity); // may end the drain at once (chunks parked before a pending end)
+  }
+
+  private release(drain = false): void {
+    if (drain) this.drainConnection();
+    else this.closeConnection();
     if (this.backoffTimer !== undefined) {
       clearTimeout(this.backoffTimer);
       this.backoffTimer = undefined;
@@ -504,10 +561,11 @@ export class SseSession implements Subscription {
     this.options.signal?.removeEventListener('abort', this.onAbort);
   }
 
-  private finish(failed: boolean, error: unknown): void {
+  /** Ends the session; `drain`: after a terminal event, let the response end on its own (see {@link drainConnection}). */
+  private finish(failed: boolean, error: unknown, drain = false): void {
     if (this.state === 'done') return;
     this.state = 'done';
-    this.release();
+    this.release(drain);
     const actual = this.actual;
     if (actual === undefined) this.pendingTerminal = { failed, error };
     else if (failed) actual.onError(error);
@@ -523,20 +581,39 @@ function asFinalError(error: unknown, attempts: number): unknown {
   return new SseConnectionError(`SSE connection failed: ${message}`, attempts, { cause: error });
 }
 
+const noop = (): void => undefined;
+
+/**
+ * One connection's handle below the decoder: the body's own subscription, and, once a terminal
+ * event started the drain, where the body's end goes instead of the decoder.
+ */
+interface BodyTap {
+  body: Subscription | undefined;
+  /** The body signalled its end (EOF or error). */
+  ended: boolean;
+  /** Set while draining: chunks are dropped and the body's EOF or error is reported here only. */
+  drainEnded: (() => void) | undefined;
+}
+
 /**
  * Reports each chunk (idle timer) and, on a reconnect, seeds the new parser with the last event
  * ID: `id: <last>\n` is prepended to the first chunk, after stripping a leading BOM (which the
  * parser only recognises at the very start). So events of the new connection carry the resumed
- * ID until the server sends another, as browsers' EventSource does. One chunk in, one chunk out.
+ * ID until the server sends another, as browsers' EventSource does. One chunk in, one chunk out,
+ * until a drain starts (`tap.drainEnded` set): then chunks are dropped and the end goes to the tap.
  */
-function tapBytes(source: Flow<Uint8Array>, onChunk: () => void, seedId: string): Flow<Uint8Array> {
+function tapBytes(source: Flow<Uint8Array>, onChunk: () => void, seedId: string, tap: BodyTap): Flow<Uint8Array> {
   return new Flow<Uint8Array>((actual, context) => {
     let head: Buffer | undefined = seedId === '' ? undefined : Buffer.alloc(0);
     const seed = Buffer.from(`id: ${seedId}\n`);
     source.subscribeWith(
       {
-        onSubscribe: (s) => actual.onSubscribe(s),
+        onSubscribe: (s) => {
+          tap.body = s;
+          actual.onSubscribe(s);
+        },
         onNext: (chunk) => {
+          if (tap.drainEnded !== undefined) return; // after the terminal event: read and dropped
           onChunk();
           if (head === undefined) {
             actual.onNext(chunk);
@@ -554,8 +631,16 @@ function tapBytes(source: Flow<Uint8Array>, onChunk: () => void, seedId: string)
           head = undefined;
           actual.onNext(Buffer.concat([seed, rest]));
         },
-        onError: (e) => actual.onError(e),
-        onComplete: () => actual.onComplete(),
+        onError: (e) => {
+          tap.ended = true;
+          if (tap.drainEnded !== undefined) tap.drainEnded();
+          else actual.onError(e);
+        },
+        onComplete: () => {
+          tap.ended = true;
+          if (tap.drainEnded !== undefined) tap.drainEnded();
+          else actual.onComplete();
+        },
       },
       context,
     );
