@@ -47,3 +47,42 @@ describe('gateway resumable passthrough route', () => {
     expect(logs.streams().at(-1)).toMatchObject({ outcome: 'completed' });
   });
 });
+
+describe('gateway resumable passthrough route: upstream connections', () => {
+  let upstream: http.Server;
+  let gw: RunningGateway;
+  let connections = 0;
+  const logs = new CaptureTransport();
+
+  beforeAll(async () => {
+    upstream = http.createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('id: 1\ndata: one\n\ndata: [DONE]\n\n');
+      setTimeout(() => res.end(), 100); // the body ends a little after the terminator, as many servers do
+    });
+    upstream.on('connection', () => connections++);
+    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/events`;
+    const config = parseConfig({
+      port: 0,
+      upstream: { url: 'http://127.0.0.1:1' },
+      routes: [{ path: '/events', provider: 'passthrough', url, resumable: true, terminator: { data: '[DONE]' } }],
+    });
+    gw = await startGateway(config, { logger: createLogger({ transports: [logs] }) });
+  });
+  afterAll(async () => {
+    await gw.close();
+    upstream.closeAllConnections();
+    await new Promise<void>((r) => upstream.close(() => r()));
+  });
+
+  it('reads the upstream body to its end after the terminator, so the next stream reuses the connection', async () => {
+    for (let i = 0; i < 2; i++) {
+      const res = await fetch(`${gw.url}/events`);
+      expect(await res.text()).toBe('id: 1\ndata: one\n\ndata: [DONE]\n\n');
+      // The upstream ends its body 100 ms after [DONE]; give the socket time to return to the pool.
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    expect(connections).toBe(1);
+  });
+});
