@@ -41,6 +41,7 @@ import type { StreamSnapshot } from '../../src/gateway/metrics';
 import { startGateway, type RunningGateway } from '../../src/gateway/server';
 import { CaptureTransport } from '../gateway/helpers';
 import { listen } from '../helpers/net';
+import { rng } from './round3-harness';
 
 const HANG_MS = 3000;
 const TEXT = Array.from('流式传输的背压🌊不会丢字节テスト😀한국어 데이터🚀emoji✨漢字と絵文字🎉');
@@ -50,17 +51,6 @@ const FINAL = Buffer.from(
   'data: {"id":"chatcmpl-r8","object":"chat.completion.chunk","created":1700000000,"model":"r8","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n',
 );
 
-/** Deterministic PRNG (mulberry32), so a failing seed can be replayed. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function eventOf(bytes: number, offset: number): Buffer {
   let s = '';
