@@ -40,6 +40,7 @@ const PROBES: Readonly<Record<string, string>> = {
     });
     export const created = createFlow<number>(() => undefined, { overflow: undefined });
     export const read = fromReadable(readable, { destroyOnCancel: undefined, onCancel: undefined, parked: undefined });
+    export const subscription = read.subscribeWithDemand({ onSubscribe: undefined, next: undefined, error: undefined, complete: undefined });
   `,
   sse: `
     import { createFrameSplitter, createSseParser, sseDecode, sseFrames } from '../../src/index';
@@ -65,7 +66,7 @@ const PROBES: Readonly<Record<string, string>> = {
     export const delay = backoffDelayMs({ attempt: 1, baseMs: 1, maxDelayMs: 1, random: Math.random, retryAfterMs: undefined });
   `,
   upstream: `
-    import { createPassthroughAdapter, fetchUpstream, openUpstreamStream, withRetries, type GatewayEvent, type UpstreamRequest } from '../../src/index';
+    import { createPassthroughAdapter, fetchUpstream, openaiAdapter, openUpstreamStream, withRetries, type GatewayEvent, type ProviderAdapter, type UpstreamRequest } from '../../src/index';
     const request: UpstreamRequest = {
       url: 'http://127.0.0.1:1/', method: undefined, headers: undefined, body: undefined, signal: undefined,
       connectTimeoutMs: undefined, firstByteTimeoutMs: undefined, idleTimeoutMs: undefined, onRead: undefined, readBytes: undefined,
@@ -74,6 +75,7 @@ const PROBES: Readonly<Record<string, string>> = {
     export const body = fetchUpstream(request);
     export const retried = withRetries(async () => 1, { maxAttempts: undefined, baseDelayMs: undefined, maxDelayMs: undefined, maxRetryAfterMs: undefined, retryStatuses: undefined }, { signal: undefined, onRetry: undefined, random: undefined });
     export const adapter = createPassthroughAdapter({ event: undefined, data: undefined });
+    export const custom: ProviderAdapter = { ...openaiAdapter, needsDecode: undefined, nonStreamBody: undefined };
     export const event: GatewayEvent = { type: 'delta', text: '', wire: { data: '' }, usage: { inputTokens: undefined, outputTokens: undefined, totalTokens: undefined } };
   `,
   gateway: `
@@ -82,6 +84,7 @@ const PROBES: Readonly<Record<string, string>> = {
     export const loaded = loadConfig({ file: undefined, env: undefined, overrides: undefined, extraRoutes: undefined });
     export const logger = createLogger({ level: undefined, silent: undefined, transports: undefined });
     export const metrics = new GatewayMetrics({ defaultMetrics: undefined });
+    export const untrack = metrics.track({ bufferedBytes: () => 0, upstreamPaused: () => false, describe: undefined });
     export const app = createGatewayApp(config, { logger: undefined, upstreamUrl: undefined, policies: undefined, metrics: undefined });
     export const running = startGateway(config, { logger: undefined, policies: undefined, metrics: undefined });
   `,

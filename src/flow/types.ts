@@ -62,13 +62,14 @@ export interface FlowSubscription extends Subscription {
 }
 
 /**
- * The callbacks for {@link Flow.subscribeWithDemand}. All optional; an `error` without a
- * handler is reported like RxJS reports unhandled errors.
+ * The callbacks for {@link Flow.subscribeWithDemand}. All optional (an explicit `undefined`
+ * counts as absent); an `error` without a handler is reported like RxJS reports unhandled errors.
+ * Each is called on the observer object (`this` is the observer).
  */
 export interface FlowObserver<T> {
   /** Called synchronously, before any upstream request, with the subscription to request on. */
-  onSubscribe?(subscription: FlowSubscription): void;
-  next?(value: T): void;
-  error?(error: unknown): void;
-  complete?(): void;
+  onSubscribe?: ((subscription: FlowSubscription) => void) | undefined;
+  next?: ((value: T) => void) | undefined;
+  error?: ((error: unknown) => void) | undefined;
+  complete?: (() => void) | undefined;
 }

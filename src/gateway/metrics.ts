@@ -8,7 +8,7 @@ export interface LiveStream {
   /** True while the upstream body is paused because the client has not asked for more. */
   upstreamPaused(): boolean;
   /** Where the stream's demand and bytes are now (served by `GET /debug/streams` when enabled). */
-  describe?(): StreamSnapshot;
+  describe?: (() => StreamSnapshot) | undefined;
 }
 
 /**

@@ -51,7 +51,7 @@ export interface ProviderAdapter {
    * event unseen, so a name spelt with JSON escapes must count (see `hasAsciiEscape`).
    * Absent: every frame is decoded.
    */
-  needsDecode?(frame: Buffer): boolean;
+  needsDecode?: ((frame: Buffer) => boolean) | undefined;
   /** Headers that carry the configured upstream credential (never the client's). */
   authHeaders(apiKey: string | undefined): Record<string, string>;
   /** An error written after the stream started, in the provider's SSE protocol. */
@@ -59,5 +59,5 @@ export interface ProviderAdapter {
   /** An error answered before the stream started: status and JSON body in the provider's shape. */
   sendHttpError(res: ServerResponse, error: unknown): void;
   /** Rewrites a JSON request body to ask the upstream for a non-stream answer (the `stream: false` fallback). */
-  nonStreamBody?(body: Record<string, unknown>): Record<string, unknown>;
+  nonStreamBody?: ((body: Record<string, unknown>) => Record<string, unknown>) | undefined;
 }
