@@ -1,0 +1,137 @@
+import type { RunningGateway } from '../../src/gateway/server';
+import { hasAsciiEscape } from '../../src/upstream/providers/wire';
+import type { CaptureTransport } from '../gateway/helpers';
+import { waitFor } from '../helpers/net';
+import { clientEvents, cutAt, oaChunk, paced, post, scriptedUpstream, testGateway, type ScriptedUpstream, type Step } from './round3-harness';
+
+// Round 9: the byte relay's `needsDecode` scans (openai/anthropic, `hasAsciiEscape` from 8f68e1c)
+// against the event relay on the same upstream bytes: the client's events, the logged outcome and
+// the logged usage must match.
+
+const ROLE = oaChunk(null);
+const DONE = 'data: [DONE]\n\n';
+
+const ANTHROPIC_HEAD =
+  'event: message_start\ndata: {"type":"message_start","message":{"id":"m1","type":"message","role":"assistant","content":[],"usage":{"input_tokens":9,"output_tokens":1}}}\n\n' +
+  'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n';
+const aDelta = (t: string): string => `event: content_block_delta\ndata: ${JSON.stringify({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: t } })}\n\n`;
+
+interface Case {
+  name: string;
+  provider: 'openai' | 'anthropic';
+  steps: Step[];
+  /** What both relays must log (beyond "the same"). */
+  expected: Record<string, unknown>;
+}
+
+const usageTail = (usageJson: string): string => `data: {"id":"c1","choices":[],${usageJson}}\n\n`;
+
+const CASES: Case[] = [
+  {
+    name: 'openai "\\u0075sage" (lowercase hex) is usage',
+    provider: 'openai',
+    steps: paced([ROLE + oaChunk('a'), usageTail('"\\u0075sage":{"prompt_tokens":3,"completion_tokens":2}'), DONE]),
+    expected: { outcome: 'completed', inputTokens: 3, outputTokens: 2 },
+  },
+  {
+    name: 'openai "us\\u0061ge" with an uppercase-hex escape of a letter ("\\u006F" style) is usage',
+    provider: 'openai',
+    steps: paced([ROLE + oaChunk('a'), usageTail('"us\\u0061ge":{"pr\\u006Fmpt_tokens":3,"completion_tokens":2}'), DONE]),
+    expected: { outcome: 'completed', inputTokens: 3, outputTokens: 2 },
+  },
+  {
+    name: 'openai "\\u0075sage" cut across reads at every byte of the escape',
+    provider: 'openai',
+    steps: paced(cutAt(ROLE + usageTail('"\\u0075sage":{"prompt_tokens":5,"completion_tokens":6}') + DONE, ROLE.length + 24, ROLE.length + 25, ROLE.length + 26, ROLE.length + 27, ROLE.length + 28)),
+    expected: { outcome: 'completed', inputTokens: 5, outputTokens: 6 },
+  },
+  {
+    name: 'openai escaped-backslash "\\\\u0075sage" is not usage (a harmless false positive on the byte relay)',
+    provider: 'openai',
+    steps: [ROLE + oaChunk('a') + usageTail('"\\\\u0075sage":{"prompt_tokens":3,"completion_tokens":2}') + DONE],
+    expected: { outcome: 'completed', inputTokens: undefined, outputTokens: undefined },
+  },
+  {
+    name: 'openai "\\u0065rror" mid-stream error ends the stream as an upstream error',
+    provider: 'openai',
+    steps: paced([ROLE + oaChunk('a'), 'data: {"\\u0065rror":{"message":"escboom","type":"server_error","code":null}}\n\n', oaChunk('b'), DONE]),
+    expected: { outcome: 'upstream_error' },
+  },
+  {
+    // BUG (fails): multi-line data: the event's data is `{"usage":\n{...}}`, valid JSON (RFC 8259 whitespace
+    // includes LF), so the event relay logs the usage. The byte relay's `hasUsageObject` skips
+    // only spaces and tabs after the colon, meets `\ndata: {` and answers "no usage": the frame is
+    // relayed unseen and the usage is lost.
+    name: 'openai usage whose object starts on the next data line (multi-line data) is usage',
+    provider: 'openai',
+    steps: paced([ROLE + oaChunk('a'), 'data: {"id":"c1","choices":[],"usage":\ndata: {"prompt_tokens":7,"completion_tokens":8}}\n\n', DONE]),
+    expected: { outcome: 'completed', inputTokens: 7, outputTokens: 8 },
+  },
+  {
+    name: 'openai usage key followed by a line break before the colon (multi-line data) is usage',
+    provider: 'openai',
+    steps: paced([ROLE + oaChunk('a'), 'data: {"id":"c1","choices":[],"usage"\ndata: :{"prompt_tokens":7,"completion_tokens":8}}\n\n', DONE]),
+    expected: { outcome: 'completed', inputTokens: 7, outputTokens: 8 },
+  },
+  {
+    name: 'anthropic data-only "m\\u0065ssage_stop" ends the stream at its terminator',
+    provider: 'anthropic',
+    steps: paced([ANTHROPIC_HEAD + aDelta('a'), 'data: {"type":"m\\u0065ssage_stop"}\n\n', aDelta('NOT-RELAYED')]),
+    expected: { outcome: 'completed', inputTokens: 9 },
+  },
+  {
+    name: 'anthropic data-only message_delta with "\\u0075sage" spelt by escapes',
+    provider: 'anthropic',
+    steps: paced([ANTHROPIC_HEAD + aDelta('a'), 'data: {"type":"m\\u0065ssage_delta","delta":{"stop_reason":"end_turn"},"\\u0075sage":{"output_tokens":12}}\n\n', 'data: {"type":"message_stop"}\n\n']),
+    expected: { outcome: 'completed', inputTokens: 9, outputTokens: 12 },
+  },
+];
+
+describe('round 9: needsDecode scans vs the event relay (usage, errors, terminators spelt with escapes or line breaks)', () => {
+  let up: ScriptedUpstream;
+  let gw: RunningGateway;
+  let logs: CaptureTransport;
+
+  beforeAll(async () => {
+    up = await scriptedUpstream();
+    const routes: unknown[] = [];
+    for (const relay of ['bytes', 'events']) {
+      const policy = { relay };
+      const forwardHeaders = ['content-type', 'x-script'];
+      routes.push({ path: `/openai-${relay}`, provider: 'openai', url: `${up.url}/u`, forwardHeaders, policy });
+      routes.push({ path: `/anthropic-${relay}`, provider: 'anthropic', url: `${up.url}/u`, forwardHeaders, policy });
+    }
+    ({ gw, logs } = await testGateway(up.url, routes, { heartbeatMs: 0 }));
+  });
+  afterAll(async () => {
+    await gw.close();
+    await up.close();
+  });
+
+  it.each(CASES.map((c, i) => [c.name, i] as const))('%s', async (_name, i) => {
+    const c = CASES[i] as Case;
+    const script = `r9-${i}`;
+    up.scripts.set(script, () => c.steps);
+    const before = logs.streams().length;
+    const bytes = await post(`${gw.url}/${c.provider}-bytes`, { 'x-script': script });
+    await waitFor(() => logs.streams().length >= before + 1, 5000);
+    const events = await post(`${gw.url}/${c.provider}-events`, { 'x-script': script });
+    await waitFor(() => logs.streams().length >= before + 2, 5000);
+    const [b, e] = logs.streams().slice(before);
+    const pick = (l: Record<string, unknown> | undefined): Record<string, unknown> => ({ outcome: l?.outcome, inputTokens: l?.inputTokens, outputTokens: l?.outputTokens });
+    expect(pick(e)).toMatchObject(c.expected);
+    expect(pick(b)).toEqual(pick(e));
+    expect(clientEvents(bytes.body)).toEqual(clientEvents(events.body));
+  });
+});
+
+describe('hasAsciiEscape', () => {
+  it('counts \\u0020-\\u007f with either hex case, not control or CJK escapes', () => {
+    expect(hasAsciiEscape(Buffer.from('"\\u0075"'))).toBe(true);
+    expect(hasAsciiEscape(Buffer.from('"\\u007A"'))).toBe(true);
+    expect(hasAsciiEscape(Buffer.from('"\\u007a"'))).toBe(true);
+    expect(hasAsciiEscape(Buffer.from('"\\u0055"'))).toBe(true);
+    expect(hasAsciiEscape(Buffer.from('"\\u001b\\u4f60\\u00e9"'))).toBe(false);
+    expect(hasAsciiEscape(Buffer.from('"\\u00'))).toBe(false);
+  });
+});
