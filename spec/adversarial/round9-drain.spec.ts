@@ -1,0 +1,235 @@
+import http from 'node:http';
+import type net from 'node:net';
+import { connectSse } from '../../src/client';
+import type { SseFetch } from '../../src/client';
+import type { Flow } from '../../src/flow/flow';
+import type { SseEvent } from '../../src/sse/parser';
+import { sleep, waitFor } from '../helpers/net';
+import { isDone, scriptedServers, sseHead, within } from '../client/helpers';
+import { rng } from './round3-harness';
+
+// Round 9: connectSse's drain after a terminal event (34c0db6). Completion is at once; the body is
+// read and dropped so the keep-alive socket returns to the pool; a response still open after 1 s is
+// aborted. Nothing may be delivered or signalled after completion, and a pooled socket must never be
+// handed on half-read.
+
+const serve = scriptedServers();
+const agents: http.Agent[] = [];
+afterEach(() => {
+  for (const agent of agents.splice(0)) agent.destroy();
+});
+
+function keepAliveAgent(maxSockets = Infinity): http.Agent {
+  const agent = new http.Agent({ keepAlive: true, maxSockets });
+  agents.push(agent);
+  return agent;
+}
+
+const count = (pool: NodeJS.ReadOnlyDict<net.Socket[]>): number => Object.values(pool).reduce((n, l) => n + (l?.length ?? 0), 0);
+
+function record(flow: Flow<SseEvent>, initial = Infinity): { signals: string[]; done: Promise<void>; request(n: number): void; cancel(): void } {
+  const signals: string[] = [];
+  let settle: () => void = () => undefined;
+  const done = new Promise<void>((r) => (settle = r));
+  const sub = flow.subscribeWithDemand({
+    next: (e) => signals.push(`next:${e.data}`),
+    error: (err) => {
+      signals.push(`error:${String(err)}`);
+      settle();
+    },
+    complete: () => {
+      signals.push('complete');
+      settle();
+    },
+  });
+  if (initial > 0) sub.request(initial);
+  return { signals, done, request: (n) => sub.request(n), cancel: () => sub.cancel() };
+}
+
+
+describe('round 9: connectSse drain after a terminal event', () => {
+  it('an oversized line right after the terminal event in the same chunk: no SseLimitError, and the socket is still reused', async () => {
+    const ports: Array<number | undefined> = [];
+    const server = await serve((req, res) => {
+      ports.push(req.socket.remotePort);
+      sseHead(res);
+      res.end(`data: a\n\ndata: [DONE]\n\ndata: ${'x'.repeat(4096)}\n\n`);
+    });
+    const agent = keepAliveAgent();
+    const first = record(connectSse(server.url, { agent, isTerminal: isDone, maxLineBytes: 256 }));
+    await within(first.done, 2000);
+    await waitFor(() => count(agent.freeSockets) === 1 || server.openSockets() === 0, 2500).catch(() => undefined);
+    const second = record(connectSse(server.url, { agent, isTerminal: isDone, maxLineBytes: 256 }));
+    await within(second.done, 2000);
+    await sleep(50);
+    expect(first.signals).toEqual(['next:a', 'next:[DONE]', 'complete']);
+    expect(second.signals).toEqual(['next:a', 'next:[DONE]', 'complete']);
+    expect(ports[1]).toBe(ports[0]);
+  });
+
+  it('a malformed line and invalid UTF-8 after the terminal event in the same chunk are dropped silently; socket reused', async () => {
+    const ports: Array<number | undefined> = [];
+    const server = await serve((req, res) => {
+      ports.push(req.socket.remotePort);
+      sseHead(res);
+      res.end(Buffer.concat([Buffer.from('data: [DONE]\n\n:\x00garbage\nnocolon\ndata: '), Buffer.from([0xff, 0xc0, 0x80, 0xed, 0xa0, 0x80]), Buffer.from('\n\n')]));
+    });
+    const agent = keepAliveAgent();
+    const first = record(connectSse(server.url, { agent, isTerminal: isDone }));
+    await within(first.done, 2000);
+    await waitFor(() => count(agent.freeSockets) === 1, 2000);
+    const second = record(connectSse(server.url, { agent, isTerminal: isDone }));
+    await within(second.done, 2000);
+    expect(first.signals).toEqual(['next:[DONE]', 'complete']);
+    expect(ports[1]).toBe(ports[0]);
+  });
+
+  it.each([1, 2, 5, 7, 10, 13])('the terminal event split across reads (cut at byte %i of "data: [DONE]\\n\\n"): delivered once, socket reused', async (cut) => {
+    const ports: Array<number | undefined> = [];
+    const frame = 'data: [DONE]\n\n';
+    const server = await serve((req, res) => {
+      ports.push(req.socket.remotePort);
+      sseHead(res);
+      res.write(`data: a\n\n${frame.slice(0, cut)}`, () => {
+        const t = setTimeout(() => res.end(`${frame.slice(cut)}data: after\n\n`), 20);
+        res.on('close', () => clearTimeout(t));
+      });
+    });
+    const agent = keepAliveAgent();
+    const first = record(connectSse(server.url, { agent, isTerminal: isDone }));
+    await within(first.done, 2000);
+    await waitFor(() => count(agent.freeSockets) === 1, 2000);
+    const second = record(connectSse(server.url, { agent, isTerminal: isDone }));
+    await within(second.done, 2000);
+    expect(first.signals).toEqual(['next:a', 'next:[DONE]', 'complete']);
+    expect(ports[1]).toBe(ports[0]);
+  });
+
+  it('a terminal event held in the decoder for want of demand: delivered on request(1), then the drain reuses the socket', async () => {
+    const ports: Array<number | undefined> = [];
+    const server = await serve((req, res) => {
+      ports.push(req.socket.remotePort);
+      sseHead(res);
+      res.write('data: a\n\ndata: [DONE]\n\n', () => {
+        const t = setTimeout(() => res.end('data: tail\n\n'), 50);
+        res.on('close', () => clearTimeout(t));
+      });
+    });
+    const agent = keepAliveAgent();
+    const first = record(connectSse(server.url, { agent, isTerminal: isDone }), 1);
+    await waitFor(() => first.signals.length === 1, 2000);
+    await sleep(150);
+    expect(first.signals).toEqual(['next:a']);
+    first.request(1);
+    await within(first.done, 2000);
+    await waitFor(() => count(agent.freeSockets) === 1, 2000);
+    const second = record(connectSse(server.url, { agent, isTerminal: isDone }));
+    await within(second.done, 2000);
+    expect(first.signals).toEqual(['next:a', 'next:[DONE]', 'complete']);
+    expect(ports[1]).toBe(ports[0]);
+  });
+
+  it('reconnect: true, the terminal event on the reconnected connection: completes, drains, reuses', async () => {
+    const ports: Array<number | undefined> = [];
+    const server = await serve((req, res, index) => {
+      ports.push(req.socket.remotePort);
+      sseHead(res);
+      if (index === 0) return void res.end('id: 1\ndata: a\n\n'); // EOF without the terminal: reconnect
+      res.write('data: [DONE]\n\n', () => {
+        const t = setTimeout(() => res.end('data: tail\n\n'), 30);
+        res.on('close', () => clearTimeout(t));
+      });
+    });
+    const agent = keepAliveAgent();
+    const c = record(connectSse(server.url, { agent, isTerminal: isDone, reconnect: true, initialDelayMs: 1, maxDelayMs: 5 }));
+    await within(c.done, 3000);
+    await waitFor(() => count(agent.freeSockets) === 1, 2000);
+    await sleep(50);
+    expect(c.signals).toEqual(['next:a', 'next:[DONE]', 'complete']);
+    expect(server.requests).toHaveLength(2);
+    expect(server.requests[1]?.headers['last-event-id']).toBe('1');
+  });
+
+  it('a signal aborted during the drain neither errors nor cuts the drain short', async () => {
+    const server = await serve((_req, res) => {
+      sseHead(res);
+      res.write('data: [DONE]\n\n', () => {
+        const t = setTimeout(() => res.end('data: tail\n\n'), 100);
+        res.on('close', () => clearTimeout(t));
+      });
+    });
+    const agent = keepAliveAgent();
+    const ac = new AbortController();
+    const c = record(connectSse(server.url, { agent, isTerminal: isDone, signal: ac.signal }));
+    await within(c.done, 2000);
+    ac.abort(new Error('late abort'));
+    await waitFor(() => count(agent.freeSockets) === 1, 2000);
+    expect(c.signals).toEqual(['next:[DONE]', 'complete']);
+  });
+
+  it('a server that never ends: the 1 s cut destroys the socket and leaves nothing keeping the process alive', async () => {
+    const baseline = process.getActiveResourcesInfo().filter((r) => r === 'TCPSocketWrap').length;
+    const timers: NodeJS.Timeout[] = [];
+    let closed = false;
+    const server = await serve((_req, res) => {
+      res.on('close', () => (closed = true));
+      sseHead(res);
+      res.write('data: [DONE]\n\n');
+      const t = setInterval(() => res.write(': ping\n\n'), 50);
+      timers.push(t);
+      res.on('close', () => clearInterval(t));
+    });
+    const agent = keepAliveAgent();
+    for (const fetchImpl of [undefined, globalThis.fetch as unknown as SseFetch]) {
+      closed = false;
+      const c = record(connectSse(server.url, { agent, isTerminal: isDone, ...(fetchImpl ? { fetch: fetchImpl } : {}) }));
+      await within(c.done, 2000);
+      await waitFor(() => closed, 3000);
+      expect(c.signals).toEqual(['next:[DONE]', 'complete']);
+    }
+    for (const t of timers) clearInterval(t);
+    await waitFor(() => server.openSockets() === 0, 3000);
+    // The client's own sockets are gone too (the server's listener is the only TCP handle left of this test).
+    await waitFor(() => process.getActiveResourcesInfo().filter((r) => r === 'TCPSocketWrap').length <= baseline, 3000);
+  });
+
+  it.each(['node-fetch', 'native fetch'])('40 sessions over one 4-socket keep-alive agent (%s), random tails after the terminal: every response intact', async (kind) => {
+    const rand = rng(9);
+    const plans = Array.from({ length: 40 }, (_, i) => ({
+      events: Array.from({ length: 1 + Math.floor(rand() * 20) }, (_, k) => `s${i}-e${k}-${'p'.repeat(Math.floor(rand() * 3000))}`),
+      tail: `data: tail-${i}-${'t'.repeat(Math.floor(rand() * 20000))}\n\n`.repeat(1 + Math.floor(rand() * 3)),
+      delay: Math.floor(rand() * 60),
+    }));
+    const server = await serve((req, res) => {
+      const i = Number(new URL(req.url ?? '/', 'http://x').searchParams.get('i'));
+      const plan = plans[i];
+      if (plan === undefined) return void res.writeHead(404).end();
+      sseHead(res);
+      res.write(plan.events.map((e) => `data: ${e}\n\n`).join('') + 'data: [DONE]\n\n' + plan.tail.slice(0, 100), () => {
+        const t = setTimeout(() => res.end(plan.tail.slice(100)), plan.delay);
+        res.on('close', () => clearTimeout(t));
+      });
+    });
+    const agent = keepAliveAgent(4);
+    const opts = kind === 'native fetch' ? { fetch: globalThis.fetch as unknown as SseFetch } : { agent };
+    const runs = plans.map((_, i) => record(connectSse(`${server.url}?i=${i}`, { ...opts, isTerminal: isDone })));
+    await within(Promise.all(runs.map((r) => r.done)), 15_000, '40 sessions');
+    runs.forEach((r, i) => expect(r.signals).toEqual([...(plans[i]?.events ?? []).map((e) => `next:${e}`), 'next:[DONE]', 'complete']));
+    if (kind === 'node-fetch') expect(server.openSockets()).toBeLessThanOrEqual(4);
+  });
+  it('12 sessions over one 2-socket agent, every third one cut by the 1 s timer: the others reuse sockets, every response intact', async () => {
+    const server = await serve((req, res) => {
+      const i = Number(new URL(req.url ?? '/', 'http://x').searchParams.get('i'));
+      sseHead(res);
+      res.write(`data: s${i}\n\ndata: [DONE]\n\ndata: tail\n\n`, () => {
+        const t = setTimeout(() => res.end(`data: end-${i}\n\n`), i % 3 === 0 ? 1500 : 10);
+        res.on('close', () => clearTimeout(t));
+      });
+    });
+    const agent = keepAliveAgent(2);
+    const runs = Array.from({ length: 12 }, (_, i) => record(connectSse(`${server.url}?i=${i}`, { agent, isTerminal: isDone })));
+    await within(Promise.all(runs.map((r) => r.done)), 10_000, '12 sessions');
+    runs.forEach((r, i) => expect(r.signals).toEqual([`next:s${i}`, 'next:[DONE]', 'complete']));
+    await waitFor(() => count(agent.sockets) === 0, 3000);
+  });
+});
