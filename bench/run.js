@@ -619,7 +619,7 @@ async function runS3() {
     table(
       `${key}: ${p.clients} clients × ${p.rate} events/s (${how}), emit→receive latency`,
       ['target', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'p99 after 1st s', 'events', 'completed'],
-      Object.entries(rows).map(([n, r]) => (r.error ? [n, 'ERROR: ' + r.error.slice(0, 60)] : [n, r.p50?.toFixed(2), r.p90?.toFixed(2), r.p99?.toFixed(2), r.max?.toFixed(1), r.steady?.p99 !== undefined ? r.steady.p99.toFixed(2) : 'n/a (run ≤ 1 s)', r.n, `${r.completed}/${r.total}`])),
+      Object.entries(rows).map(([n, r]) => (r.error ? [n, 'ERROR: ' + r.error.slice(0, 60)] : [n, r.p50?.toFixed(2), r.p90?.toFixed(2), r.p99?.toFixed(2), r.max?.toFixed(1), r.steady?.p99 != null ? r.steady.p99.toFixed(2) : 'n/a (run ≤ 1 s)', r.n, `${r.completed}/${r.total}`])),
     );
   }
 }

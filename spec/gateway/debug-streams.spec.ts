@@ -51,6 +51,7 @@ describe('gateway GET /debug/streams', () => {
     const gw = await gateway(undefined);
     const res = await fetch(`${gw.url}/debug/streams`);
     expect(res.status).toBe(404);
+    expect(((await res.json()) as { error: { message: string } }).error.message).toContain('--debug-streams');
   });
 
   it("shows a client that stopped reading as the stream's holder: socket full, nothing requested, budget within its size, upstream paused", async () => {

@@ -137,8 +137,10 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
 
   // Anything else: a JSON 404 naming the routes, not Express' HTML page.
   app.use((req: Request, res: Response) => {
+    // The one admin route that is off by default says how to turn it on.
+    const hint = req.path === '/debug/streams' ? ' (GET /debug/streams is served with debug.streams: true, or the --debug-streams flag)' : '';
     res.status(404).json({
-      error: { code: 'ERR_TIDEGATE_NOT_FOUND', message: `no route for ${req.method} ${req.path}; routes: ${routes.map((r) => `${r.methods.join('|')} ${r.path}`).join(', ')}` },
+      error: { code: 'ERR_TIDEGATE_NOT_FOUND', message: `no route for ${req.method} ${req.path}; routes: ${routes.map((r) => `${r.methods.join('|')} ${r.path}`).join(', ')}${hint}` },
     });
   });
 
