@@ -21,9 +21,9 @@ export interface StreamSnapshot {
   route: string;
   /** ms since the request arrived. */
   ageMs: number;
-  /** The demand bridge (client side); absent before the response started. */
+  /** The demand bridge (client side). */
   bridge?: BridgeState | undefined;
-  /** The upstream body (read side); absent before the upstream answered. */
+  /** The upstream body (read side); absent on resumable routes, which read through `connectSse`. */
   upstream?:
     | {
         /** Bytes read from the upstream socket and not yet handed on (the body's buffer and parked chunks). */
@@ -117,7 +117,11 @@ export class GatewayMetrics {
     if (options.defaultMetrics) collectDefaultMetrics({ register: registry, prefix: 'tidegate_' });
   }
 
-  /** A snapshot of every live stream that can describe itself, oldest first. */
+  /**
+   * A snapshot of every live stream that can describe itself, oldest first. The relay registers a
+   * stream once its upstream answered and its response starts: a request still connecting,
+   * waiting for the first byte or between retries is counted by `tidegate_active_streams` only.
+   */
   snapshotStreams(): StreamSnapshot[] {
     const out: StreamSnapshot[] = [];
     for (const s of this.live) if (s.describe !== undefined) out.push(s.describe());
