@@ -6,7 +6,7 @@ import type { Flow } from '../../src/flow/flow';
 import type { SseEvent } from '../../src/sse/parser';
 import { sleep, waitFor } from '../helpers/net';
 import { isDone, scriptedServers, sseHead, within } from '../client/helpers';
-import { rng } from './round3-harness';
+import { clientEvents, post, rng, useRelayHarness } from './round3-harness';
 
 // Round 9: connectSse's drain after a terminal event (34c0db6). Completion is at once; the body is
 // read and dropped so the keep-alive socket returns to the pool; a response still open after 1 s is
@@ -231,5 +231,26 @@ describe('round 9: connectSse drain after a terminal event', () => {
     await within(Promise.all(runs.map((r) => r.done)), 10_000, '12 sessions');
     runs.forEach((r, i) => expect(r.signals).toEqual([`next:s${i}`, 'next:[DONE]', 'complete']));
     await waitFor(() => count(agent.sockets) === 0, 3000);
+  });
+});
+
+describe('round 9: resumable gateway route with an upstream that never ends after the terminator', () => {
+  const h = useRelayHarness((url) => [
+    { path: '/res', provider: 'passthrough', url: `${url}/u`, forwardHeaders: ['x-script'], resumable: true, terminator: { data: 'bye' }, retry: { maxAttempts: 2 } },
+  ]);
+
+  it('ends the client response at the terminator at once, cuts the upstream link within ~1 s, and logs completed', async () => {
+    h.up.scripts.set('forever', () => ['data: a\n\ndata: bye\n\n', ...Array.from({ length: 100 }, () => [50, ': ping\n\n']).flat()]);
+    const before = h.up.aborted;
+    const reply = await post(`${h.gw.url}/res`, { 'x-script': 'forever' }, 'x');
+    const abortedAtReply = h.up.aborted;
+    expect(reply.status).toBe(200);
+    expect(reply.aborted).toBe(false);
+    expect(clientEvents(reply.body).map((e) => e.data)).toEqual(['a', 'bye']);
+    expect(abortedAtReply).toBe(before); // the client's response ended before the drain's cut: not held open by it
+    await waitFor(() => h.up.aborted === before + 1, 3000);
+    expect(h.up.sockets.size).toBe(0);
+    await waitFor(() => h.logs.streams().length > 0, 2000);
+    expect(h.logs.streams().at(-1)).toMatchObject({ route: '/res', outcome: 'completed' });
   });
 });
