@@ -254,3 +254,29 @@ describe('round 9: resumable gateway route with an upstream that never ends afte
     expect(h.logs.streams().at(-1)).toMatchObject({ route: '/res', outcome: 'completed' });
   });
 });
+
+describe('round 9: connectSse callbacks after the terminal event', () => {
+  // BUG (fails; also before 34c0db6, checked on 38038b2): sseDecode goes on parsing the rest of
+  // the chunk that held the terminal event (cancelling it, as finish() did before 34c0db6, does not
+  // stop the chunk in hand; since 34c0db6 the decoder is not even cancelled), and connect-sse.ts
+  // passes `onComment: this.options.onComment` unguarded (onLastEventId checks
+  // `gen === this.generation`): the user's onComment runs after `complete`. Fix: guard onComment
+  // (and onRetry) with the generation / `state !== 'done'`.
+  it('calls onComment for no comment that follows the terminal event in the same chunk', async () => {
+    const server = await serve((_req, res) => {
+      sseHead(res);
+      res.end(': before\n\ndata: [DONE]\n\n: after-in-same-chunk\n\n');
+    });
+    const seen: string[] = [];
+    const flow = connectSse(server.url, { isTerminal: isDone, onComment: (c) => seen.push(`comment:${c}`) });
+    const sub = flow.subscribeWithDemand({
+      next: (e) => seen.push(`next:${e.data}`),
+      error: (err) => seen.push(`error:${String(err)}`),
+      complete: () => seen.push('complete'),
+    });
+    sub.request(Infinity);
+    await waitFor(() => seen.includes('complete'), 2000);
+    await sleep(100);
+    expect(seen).toEqual(['comment:before', 'next:[DONE]', 'complete']);
+  });
+});
