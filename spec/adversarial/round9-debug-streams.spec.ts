@@ -87,6 +87,8 @@ function poller(url: string): { stop(): Promise<void>; polls: number; failures: 
 }
 
 const BIG_EVENT = `data: ${'b'.repeat(4000)}\n\n`;
+/** Near the 32 KiB budget: 20 000 bytes. */
+const BIGGER_EVENT = `data: ${'g'.repeat(19_992)}\n\n`;
 const events = (n: number, tag: string): Step[] => Array.from({ length: n }, (_, i) => [`id: ${i}\ndata: ${tag}-${i}\n\n`, 3]).flat() as Step[];
 
 describe('round 9: GET /debug/streams under churn', () => {
@@ -104,6 +106,7 @@ describe('round 9: GET /debug/streams under churn', () => {
     await closed.close();
     up.scripts.set('ok', () => events(15, 'ok'));
     up.scripts.set('big', () => Array.from({ length: 10_000 }, () => BIG_EVENT));
+    up.scripts.set('bigger', () => Array.from({ length: 2_000 }, () => BIGGER_EVENT));
     up.scripts.set('500', (_q, res) => void res.writeHead(500, { 'content-type': 'application/json' }).end('{"error":{"message":"boom"}}'));
     up.scripts.set('flaky', (_q, res) => {
       if (flaky++ % 2 === 0) return void res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '0' }).end('{"error":{"message":"busy"}}');
@@ -159,9 +162,14 @@ describe('round 9: GET /debug/streams under churn', () => {
       const kind = kinds[Math.floor(rand() * kinds.length)] as string;
       if (i % 6 === 0) await sleep(10);
       if (kind === 'stall') {
-        const c = await RawClient.request(gw.port, '/pt', { headers: { 'x-script': 'big' } });
+        const eventRelay = stalls % 2 === 1;
+        const c = await RawClient.request(gw.port, eventRelay ? '/pt-ev' : '/pt', { headers: { 'x-script': stalls % 3 === 0 ? 'big' : 'bigger' } });
         clients.push(c);
         c.readSome(1000);
+        // The event relay (count demand, prefetch × 4-20 KB > 32 KiB) ends these with
+        // ERR_TIDEGATE_OVERFLOW behind a full socket, which is never reset: that client reads
+        // again after 1 s so its connection can end (see the report on round 9).
+        if (eventRelay) setTimeout(() => c.readAll(), 1000);
         stalls++;
         continue;
       }
