@@ -129,6 +129,71 @@ describe('round 9: connectSse drain after a terminal event', () => {
     expect(ports[1]).toBe(ports[0]);
   });
 
+  it('a terminal event held for want of demand after the body already ended: delivered, completes, socket reused', async () => {
+    const ports: Array<number | undefined> = [];
+    const server = await serve((req, res) => {
+      ports.push(req.socket.remotePort);
+      sseHead(res);
+      res.end('data: a\n\ndata: [DONE]\n\n');
+    });
+    const agent = keepAliveAgent();
+    const first = record(connectSse(server.url, { agent, isTerminal: isDone }), 1);
+    await waitFor(() => first.signals.length === 1, 2000);
+    await sleep(150);
+    first.request(1);
+    await within(first.done, 2000);
+    await waitFor(() => count(agent.freeSockets) === 1, 2000);
+    const second = record(connectSse(server.url, { agent, isTerminal: isDone }));
+    await within(second.done, 2000);
+    expect(first.signals).toEqual(['next:a', 'next:[DONE]', 'complete']);
+    expect(ports[1]).toBe(ports[0]);
+  });
+
+  it('a server that resets during the drain: no error, and the next session on the same agent gets a fresh, intact response', async () => {
+    const server = await serve((_req, res, index) => {
+      sseHead(res);
+      if (index === 0) {
+        res.write('data: [DONE]\n\ndata: late\n\n', () => {
+          const t = setTimeout(() => res.socket?.resetAndDestroy(), 50);
+          res.on('close', () => clearTimeout(t));
+        });
+        return;
+      }
+      res.end(`data: second-${index}\n\ndata: [DONE]\n\n`);
+    });
+    const agent = keepAliveAgent(1);
+    const first = record(connectSse(server.url, { agent, isTerminal: isDone }));
+    await within(first.done, 2000);
+    await waitFor(() => server.openSockets() === 0, 2000);
+    const second = record(connectSse(server.url, { agent, isTerminal: isDone }));
+    await within(second.done, 2000);
+    expect(first.signals).toEqual(['next:[DONE]', 'complete']);
+    expect(second.signals).toEqual(['next:second-1', 'next:[DONE]', 'complete']);
+  });
+
+  it('a gzip response (node-fetch inflates it): the drain reads the compressed tail to its end and the socket is reused', async () => {
+    const zlib = await import('node:zlib');
+    const ports: Array<number | undefined> = [];
+    const server = await serve((req, res) => {
+      ports.push(req.socket.remotePort);
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'content-encoding': 'gzip' });
+      const gz = zlib.createGzip({ flush: zlib.constants.Z_SYNC_FLUSH });
+      gz.pipe(res);
+      gz.write('data: a\n\ndata: [DONE]\n\n');
+      const t = setTimeout(() => gz.end(`data: ${'z'.repeat(50_000)}\n\n`), 30);
+      res.on('close', () => clearTimeout(t));
+    });
+    const agent = keepAliveAgent();
+    const first = record(connectSse(server.url, { agent, isTerminal: isDone }));
+    await within(first.done, 2000);
+    await waitFor(() => count(agent.freeSockets) === 1, 2000);
+    const second = record(connectSse(server.url, { agent, isTerminal: isDone }));
+    await within(second.done, 2000);
+    expect(first.signals).toEqual(['next:a', 'next:[DONE]', 'complete']);
+    expect(second.signals).toEqual(['next:a', 'next:[DONE]', 'complete']);
+    expect(ports[1]).toBe(ports[0]);
+  });
+
   it('reconnect: true, the terminal event on the reconnected connection: completes, drains, reuses', async () => {
     const ports: Array<number | undefined> = [];
     const server = await serve((req, res, index) => {
