@@ -137,6 +137,8 @@ describe('round 9: GET /debug/streams under churn', () => {
         { path: '/refused', provider: 'passthrough', url: `${refusedUrl}/x`, forwardHeaders, policy },
         { path: '/res', provider: 'passthrough', url: `${up.url}/u`, forwardHeaders, policy, resumable: true, retry: { maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 5 }, terminator: { data: 'bye' } },
         { path: '/oa', provider: 'openai', url: `${up.url}/u`, forwardHeaders, policy },
+        { path: '/term', provider: 'passthrough', url: `${up.url}/u`, forwardHeaders, policy: { ...policy, overflow: 'terminate' } },
+        { path: '/term-ev', provider: 'passthrough', url: `${up.url}/u`, forwardHeaders, policy: { ...policy, overflow: 'terminate', relay: 'events' } },
       ],
     });
     gw = await startGateway(config, { logger: createLogger({ transports: [new CaptureTransport()] }) });
@@ -202,6 +204,23 @@ describe('round 9: GET /debug/streams under churn', () => {
     expect(poll.ended.size).toBeGreaterThan(10);
     const after = await (await fetch(`${pollServer.url}/debug/streams`)).json();
     expect(after).toEqual({ activeStreams: 0, streams: [] });
+  });
+
+  it('overflow: terminate with a non-reading client (both relays): every snapshot keeps budgetUsed within budgetMax', async () => {
+    const poll = poller(`${pollServer.url}/debug/streams`);
+    const cs: RawClient[] = [];
+    for (let i = 0; i < 6; i++) {
+      const c = await RawClient.request(gw.port, i % 2 === 0 ? '/term' : '/term-ev', { headers: { 'x-script': i % 3 === 0 ? 'bigger' : 'big' } });
+      clients.push(c);
+      cs.push(c);
+      c.readSome(i * 5000);
+    }
+    await waitFor(() => gw.app.gateway.activeStreams === 0, 5000);
+    for (const c of cs) c.readAll();
+    await sleep(50);
+    await poll.stop();
+    expect(poll.failures.slice(0, 10)).toEqual([]);
+    expect(poll.maxStreams).toBeGreaterThan(0);
   });
 
   it('resumable routes list no upstream field; event-relay streams no heldReadDemand', async () => {
