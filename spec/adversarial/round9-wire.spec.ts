@@ -2,7 +2,7 @@ import type { RunningGateway } from '../../src/gateway/server';
 import { hasAsciiEscape } from '../../src/upstream/providers/wire';
 import type { CaptureTransport } from '../gateway/helpers';
 import { waitFor } from '../helpers/net';
-import { clientEvents, cutAt, oaChunk, paced, post, scriptedUpstream, testGateway, type ScriptedUpstream, type Step } from './round3-harness';
+import { clientEvents, cutAt, oaChunk, paced, post, rng, scriptedUpstream, testGateway, type ScriptedUpstream, type Step } from './round3-harness';
 
 // Round 9: the byte relay's `needsDecode` scans (openai/anthropic, `hasAsciiEscape` from 8f68e1c)
 // against the event relay on the same upstream bytes: the client's events, the logged outcome and
@@ -133,5 +133,59 @@ describe('hasAsciiEscape', () => {
     expect(hasAsciiEscape(Buffer.from('"\\u0055"'))).toBe(true);
     expect(hasAsciiEscape(Buffer.from('"\\u001b\\u4f60\\u00e9"'))).toBe(false);
     expect(hasAsciiEscape(Buffer.from('"\\u00'))).toBe(false);
+  });
+});
+
+/** `s` with each ASCII letter of `word` escaped as `\u00XX` at random (random hex case). */
+function escapeSome(json: string, word: string, rand: () => number): string {
+  const spelt = [...word].map((ch) => {
+    if (rand() < 0.4) return ch;
+    const hex = ch.charCodeAt(0).toString(16).padStart(4, '0');
+    return `\\u${rand() < 0.5 ? hex : hex.toUpperCase()}`;
+  });
+  return json.split(`"${word}"`).join(`"${spelt.join('')}"`);
+}
+
+describe('round 9: random escapes of usage/error keys and random reads, byte relay vs event relay', () => {
+  let up: ScriptedUpstream;
+  let gw: RunningGateway;
+  let logs: CaptureTransport;
+
+  beforeAll(async () => {
+    up = await scriptedUpstream();
+    const routes: unknown[] = [];
+    for (const relay of ['bytes', 'events']) {
+      routes.push({ path: `/openai-${relay}`, provider: 'openai', url: `${up.url}/u`, forwardHeaders: ['content-type', 'x-script'], policy: { relay } });
+    }
+    ({ gw, logs } = await testGateway(up.url, routes, { heartbeatMs: 0 }));
+  });
+  afterAll(async () => {
+    await gw.close();
+    await up.close();
+  });
+
+  it('30 seeded streams: same client events, outcome and usage on both relays', async () => {
+    const rand = rng(909);
+    for (let n = 0; n < 30; n++) {
+      const withError = rand() < 0.3;
+      const usage = `data: ${escapeSome(JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', choices: [], usage: { prompt_tokens: n + 1, completion_tokens: 2 * n + 1, total_tokens: 3 * n + 2 } }), 'usage', rand)}\n\n`;
+      const error = `data: ${escapeSome(JSON.stringify({ error: { message: `e${n}`, type: 'server_error', code: null } }), 'error', rand)}\n\n`;
+      const text = ROLE + oaChunk('a') + oaChunk(`b${n}`) + (withError ? error + oaChunk('NOT') : usage) + DONE;
+      // Reads cut at random offsets, always one cut right before and after the usage/error frame.
+      const at = text.indexOf(withError ? error : usage);
+      const cuts = [at, at + (withError ? error : usage).length, ...Array.from({ length: 3 }, () => Math.floor(rand() * text.length))].sort((x, y) => x - y);
+      const script = `fuzz-${n}`;
+      up.scripts.set(script, () => paced(cutAt(text, ...cuts), 2));
+      const before = logs.streams().length;
+      const bytes = await post(`${gw.url}/openai-bytes`, { 'x-script': script });
+      await waitFor(() => logs.streams().length >= before + 1, 5000);
+      const events = await post(`${gw.url}/openai-events`, { 'x-script': script });
+      await waitFor(() => logs.streams().length >= before + 2, 5000);
+      const [b, e] = logs.streams().slice(before);
+      const pick = (l: Record<string, unknown> | undefined): Record<string, unknown> => ({ n, outcome: l?.outcome, inputTokens: l?.inputTokens, outputTokens: l?.outputTokens });
+      expect(pick(e)).toEqual(withError ? { n, outcome: 'upstream_error', inputTokens: undefined, outputTokens: undefined } : { n, outcome: 'completed', inputTokens: n + 1, outputTokens: 2 * n + 1 });
+      expect(pick(b)).toEqual(pick(e));
+      expect(clientEvents(bytes.body)).toEqual(clientEvents(events.body));
+    }
   });
 });
