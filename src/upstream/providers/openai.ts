@@ -25,19 +25,52 @@ const DONE_NEEDLE = Buffer.from('DONE]');
 const ERROR_NEEDLE = Buffer.from('rror"');
 const USAGE_NEEDLE = Buffer.from('usage');
 
-/** A `"usage"` key with an object value (`"usage":null`, sent in every chunk with `include_usage`, is not). */
+/**
+ * A `"usage"` key with an object value (`"usage":null`, sent in every chunk with `include_usage`,
+ * is not). The JSON may span several `data:` lines of one event (WHATWG HTML §9.2.6 joins them
+ * with LF, which JSON reads as whitespace), so the whitespace skipped around the colon includes a
+ * line break and the next `data:` line's prefix.
+ */
 function hasUsageObject(frame: Buffer): boolean {
   for (let at = frame.indexOf(USAGE_NEEDLE); at !== -1; at = frame.indexOf(USAGE_NEEDLE, at + 5)) {
     let i = at + 5;
     if (frame[i] !== 0x22 /* " */) continue;
-    i++;
-    while (frame[i] === 0x20 || frame[i] === 0x09) i++;
+    i = skipDataSpace(frame, i + 1);
     if (frame[i] !== 0x3a /* : */) continue;
-    i++;
-    while (frame[i] === 0x20 || frame[i] === 0x09) i++;
+    i = skipDataSpace(frame, i + 1);
     if (frame[i] === 0x7b /* { */) return true;
   }
   return false;
+}
+
+const DATA_PREFIX = Buffer.from('data:');
+
+/**
+ * From `i`, past JSON whitespace in an event's data: spaces, tabs, CRs, and a line break followed
+ * by the event's next `data:` line (its prefix and the one space the SSE parser strips; other
+ * fields in between, `id:`, `event:`, comments, are passed over). Stops at a blank line (the
+ * event's end) or at the first other byte; returns that byte's index.
+ */
+function skipDataSpace(frame: Buffer, i: number): number {
+  for (;;) {
+    const c = frame[i];
+    if (c === 0x20 || c === 0x09 || c === 0x0d) {
+      i++;
+      continue;
+    }
+    if (c !== 0x0a /* \n */) return i;
+    let line = i + 1;
+    for (;;) {
+      if (line >= frame.length || frame[line] === 0x0a) return i; // the event ended: no more data
+      if (line + 5 <= frame.length && frame.compare(DATA_PREFIX, 0, 5, line, line + 5) === 0) {
+        i = frame[line + 5] === 0x20 ? line + 6 : line + 5;
+        break;
+      }
+      const next = frame.indexOf(0x0a, line);
+      if (next === -1) return i;
+      line = next + 1;
+    }
+  }
 }
 
 const CHOICE_PREFIX = '"choices":[{"index":0,"delta":{"content":"';
