@@ -372,10 +372,17 @@ export class SseSession implements Subscription {
       sseDecode({
         maxLineBytes: this.options.maxLineBytes,
         maxEventBytes: this.options.maxEventBytes,
+        // Like the events: nothing of a connection reaches the user once it was released
+        // (a reconnect, the terminal event, a cancel), even from the rest of a chunk in hand.
         onRetry: (ms) => {
-          this.serverRetryMs = ms;
+          if (gen === this.generation) this.serverRetryMs = ms;
         },
-        onComment: this.options.onComment,
+        onComment:
+          this.options.onComment === undefined
+            ? undefined
+            : (comment) => {
+                if (gen === this.generation) this.options.onComment?.(comment);
+              },
         // An `id:`-only block moves the resume point too (§9.2.6 dispatch step 1).
         onLastEventId: (id) => {
           if (gen === this.generation) this.lastEventId = id;

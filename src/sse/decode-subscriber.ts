@@ -12,13 +12,17 @@ export interface ChunkDecoder {
   bufferedBytes?(): number;
 }
 
-/** A last-event-ID change queued in order with the events; costs no demand. */
-export class LastEventIdMark {
-  constructor(readonly lastEventId: string) {}
+/**
+ * A side signal of the stream (a last-event-ID change, a comment, a `retry` field) queued in
+ * order with the outputs: it costs no demand and runs when the queue reaches it, after every
+ * earlier output was delivered; dropped on cancel.
+ */
+export class SideMark {
+  constructor(readonly run: () => void) {}
 }
 
-/** Builds a stream's decoder around the subscriber's `push` (queue an output) and `fail` (a limit error). */
-export type ChunkDecoderFactory<T> = (push: (item: T | LastEventIdMark) => void, fail: (error: unknown) => void) => ChunkDecoder;
+/** Builds a stream's decoder around the subscriber's `push` (queue an output or a {@link SideMark}) and `fail` (a limit error). */
+export type ChunkDecoderFactory<T> = (push: (item: T | SideMark) => void, fail: (error: unknown) => void) => ChunkDecoder;
 
 /**
  * The demand and terminal rules shared by `sseDecode` and `sseFrames`: bytes in, decoded items
@@ -29,10 +33,9 @@ export type ChunkDecoderFactory<T> = (push: (item: T | LastEventIdMark) => void,
 export class ChunkDecodeSubscriber<T> implements Subscriber<Uint8Array>, Subscription {
 
   private upstream: Subscription | undefined;
-  private readonly queue = new ArrayQueue<T | LastEventIdMark>();
+  private readonly queue = new ArrayQueue<T | SideMark>();
   /** Bytes of the queued outputs (with an `account`). */
   private queuedBytes = 0;
-  private readonly onLastEventId: ((lastEventId: string) => void) | undefined;
   private readonly decoder: ChunkDecoder;
   private demand = 0;
   /** Outstanding upstream request: 0, 1 or Infinity. */
@@ -48,16 +51,14 @@ export class ChunkDecodeSubscriber<T> implements Subscriber<Uint8Array>, Subscri
     private readonly actual: Subscriber<T>,
     private readonly context: FlowContext,
     decoder: ChunkDecoderFactory<T>,
-    onLastEventId?: (lastEventId: string) => void,
     /** When given, `counter.bytes` is kept equal to the bytes of the queued outputs plus the decoder's incomplete one. */
     private readonly account?: { counter: { bytes: number }; sizeOf: (item: T) => number },
   ) {
-    this.onLastEventId = onLastEventId;
     this.decoder = decoder(
       account === undefined
         ? (item) => this.queue.push(item)
         : (item) => {
-            if (!(item instanceof LastEventIdMark)) this.queuedBytes += account.sizeOf(item);
+            if (!(item instanceof SideMark)) this.queuedBytes += account.sizeOf(item);
             this.queue.push(item);
           },
       (error) => this.fail(error),
@@ -88,7 +89,7 @@ export class ChunkDecodeSubscriber<T> implements Subscriber<Uint8Array>, Subscri
     this.decoder.reset();
     this.queuedBytes = 0;
     this.recount();
-    discardAll(this.context, this.queue.drainAll().filter((e) => !(e instanceof LastEventIdMark)));
+    discardAll(this.context, this.queue.drainAll().filter((e) => !(e instanceof SideMark)));
   }
 
   onNext(chunk: Uint8Array): void {
@@ -135,8 +136,8 @@ export class ChunkDecodeSubscriber<T> implements Subscriber<Uint8Array>, Subscri
     let missed = 1;
     for (;;) {
       while (this.queue.length > 0 && !this.cancelled) {
-        if (this.queue.peek() instanceof LastEventIdMark) {
-          this.onLastEventId?.((this.queue.shift() as LastEventIdMark).lastEventId);
+        if (this.queue.peek() instanceof SideMark) {
+          (this.queue.shift() as SideMark).run();
           continue;
         }
         if (this.demand === 0) break;

@@ -1,5 +1,5 @@
 import { Flow, type FlowOperator } from '../flow/flow';
-import { ChunkDecodeSubscriber, LastEventIdMark, type ChunkDecoderFactory } from './decode-subscriber';
+import { ChunkDecodeSubscriber, SideMark, type ChunkDecoderFactory } from './decode-subscriber';
 import { createSseParser, type SseEvent } from './parser';
 
 /** Options for {@link sseDecode}: the parser's limits and side callbacks. */
@@ -8,9 +8,15 @@ export interface SseDecodeOptions {
   maxLineBytes?: number | undefined;
   /** Largest event data in bytes (default 1 MiB); see `SseParserOptions.maxEventBytes`. */
   maxEventBytes?: number | undefined;
-  /** Called for each valid `retry` field, with the reconnection time in ms. */
+  /**
+   * Called for each valid `retry` field, with the reconnection time in ms; in stream order with
+   * the events (after every earlier event was delivered), never after a cancel.
+   */
   onRetry?: ((retryMs: number) => void) | undefined;
-  /** Called for each comment line (text after `:`, one leading space removed). */
+  /**
+   * Called for each comment line (text after `:`, one leading space removed); in stream order
+   * with the events (after every earlier event was delivered), never after a cancel.
+   */
   onComment?: ((comment: string) => void) | undefined;
   /**
    * Called when the stream's last event ID changes, including by an `id:`-only block that
@@ -32,8 +38,10 @@ export interface SseDecodeOptions {
  * Demand: requests upstream only while downstream demand is unmet: one chunk at a time when
  * downstream demand is positive and no parsed event is waiting (unbounded when downstream
  * demand is unbounded). Events parsed beyond demand wait in a queue that only ever holds
- * events parsed from ONE chunk, so it is bounded by the chunk size: at most 1 + chunk bytes / 6
- * (an event takes at least the 6 bytes `data\n\n`; only the first may have begun earlier).
+ * what ONE chunk produced, so it is bounded by the chunk size: at most 1 + chunk bytes / 6
+ * events (an event takes at least the 6 bytes `data\n\n`; only the first may have begun
+ * earlier), and the side callbacks (`onComment`, `onRetry`, `onLastEventId`) queued in order
+ * with them, one per line of at least 2 bytes.
  * Discard: queued events on cancel.
  * Errors: a limit exceeded ({@link SseLimitError}, `ERR_TIDEGATE_SSE_LIMIT`) cancels upstream
  * at once; events parsed before it are still delivered as demand allows, then the error.
@@ -46,16 +54,17 @@ export interface SseDecodeOptions {
  */
 export function sseDecode(options: SseDecodeOptions = {}): FlowOperator<Uint8Array, SseEvent> {
   return (source) =>
-    new Flow<SseEvent>((actual, context) => source.subscribeWith(new ChunkDecodeSubscriber<SseEvent>(actual, context, decoderFor(options), options.onLastEventId), context));
+    new Flow<SseEvent>((actual, context) => source.subscribeWith(new ChunkDecodeSubscriber<SseEvent>(actual, context, decoderFor(options)), context));
 }
 
 function decoderFor(options: SseDecodeOptions): ChunkDecoderFactory<SseEvent> {
   return (push, fail) =>
     createSseParser({
       onEvent: push,
-      onLastEventId: options.onLastEventId === undefined ? undefined : (id) => push(new LastEventIdMark(id)),
-      onRetry: options.onRetry,
-      onComment: options.onComment,
+      // In stream order with the events (see SideMark): a callback never runs ahead of an event parsed before it.
+      onLastEventId: options.onLastEventId === undefined ? undefined : (id) => push(new SideMark(() => options.onLastEventId?.(id))),
+      onRetry: options.onRetry === undefined ? undefined : (ms) => push(new SideMark(() => options.onRetry?.(ms))),
+      onComment: options.onComment === undefined ? undefined : (comment) => push(new SideMark(() => options.onComment?.(comment))),
       maxLineBytes: options.maxLineBytes,
       maxEventBytes: options.maxEventBytes,
       onError: fail,

@@ -43,7 +43,6 @@ export function sseFrames(options: SseFramesOptions = {}): FlowOperator<Uint8Arr
       source.subscribeWith(
         new ChunkDecodeSubscriber<SseFrame>(actual, context, (push, fail) =>
           createFrameSplitter({ onFrame: push, onError: fail, maxEventBytes: options.maxEventBytes, maxFrameBytes: options.maxFrameBytes }),
-          undefined,
           options.queued === undefined ? undefined : { counter: options.queued, sizeOf: frameBytes },
         ),
         context,
