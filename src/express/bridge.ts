@@ -603,7 +603,7 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
       const tail = toChunk((options.formatError ?? formatError)(error));
       this.bytes += tail.length;
       if (!res.writableEnded && !res.destroyed) res.write(tail);
-      if (res.socket !== null) this.lingerAfterStall(res.socket);
+      if (res.socket !== null) this.lingerUntilDelivered(res.socket, true, () => res.end());
     } else if (!res.headersSent) {
       res.off('error', this.onResError);
       (options.sendHttpError ?? sendHttpError)(res, error);
@@ -611,6 +611,12 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
       // Keep an 'error' listener: a peer reset during the last write must not crash the process.
       const tail = outcome === 'completed' ? options.terminalEvent : (options.formatError ?? formatError)(error);
       this.endWith(pending, tail);
+      // The end waits behind bytes Node could not hand to the kernel (a reader that stopped just
+      // as the stream ended, e.g. by overflow or a total timeout): without a watch the connection
+      // would stay open with them for as long as the peer keeps it. Bounded like a stall cut.
+      const stallMs = options.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_MS;
+      // Once Node has handed the end to the kernel, its keep-alive handling takes the socket over.
+      if (stallMs > 0 && res.socket !== null && !res.destroyed && res.writableLength > 0) this.lingerUntilDelivered(res.socket, false, undefined);
     }
     const result: StreamResult = {
       outcome,
@@ -626,10 +632,13 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
   }
 
   /**
-   * After a stall cut: ends the response once the peer has taken every queued byte (Node's and
-   * the kernel's), or resets the socket once it has made no progress for `stallTimeoutMs`.
+   * After the stream ended with bytes still queued for the peer (a stall cut, or an end behind a
+   * full socket): calls `onDelivered` once the peer has taken the queued bytes (Node's, and with
+   * `kernelToo` the kernel's send queue as well), or resets the socket once it has made no
+   * progress for `stallTimeoutMs`, so a peer that never reads again never holds the connection
+   * and its queues for longer.
    */
-  private lingerAfterStall(socket: Socket): void {
+  private lingerUntilDelivered(socket: Socket, kernelToo: boolean, onDelivered: (() => void) | undefined): void {
     const { res } = this;
     const stallMs = this.options.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_MS;
     const tickMs = this.stallTickMs(stallMs);
@@ -640,8 +649,8 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
     const check = (): void => {
       timer = undefined;
       if (socket.destroyed) return;
-      if (res.writableLength === 0 && (kernelSendQueueBytes(socket, tickMs / 2) ?? 0) === 0) {
-        res.end(); // all delivered: a graceful end (the connection then closes)
+      if (res.writableLength === 0 && (!kernelToo || (kernelSendQueueBytes(socket, tickMs / 2) ?? 0) === 0)) {
+        onDelivered?.(); // all delivered (after a stall cut: a graceful end, the connection then closes)
         return;
       }
       if (this.sampleProgress()) progressAt = Date.now();
