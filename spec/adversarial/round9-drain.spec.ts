@@ -1,11 +1,8 @@
 import http from 'node:http';
-import type net from 'node:net';
 import { connectSse } from '../../src/client';
 import type { SseFetch } from '../../src/client';
-import type { Flow } from '../../src/flow/flow';
-import type { SseEvent } from '../../src/sse/parser';
 import { sleep, waitFor } from '../helpers/net';
-import { isDone, scriptedServers, sseHead, within } from '../client/helpers';
+import { isDone, pooledSockets, recordSignals, scriptedServers, sseHead, within } from '../client/helpers';
 import { clientEvents, post, rng, useRelayHarness } from './round3-harness';
 
 // Round 9: connectSse's drain after a terminal event (34c0db6). Completion is at once; the body is
@@ -25,26 +22,7 @@ function keepAliveAgent(maxSockets = Infinity): http.Agent {
   return agent;
 }
 
-const count = (pool: NodeJS.ReadOnlyDict<net.Socket[]>): number => Object.values(pool).reduce((n, l) => n + (l?.length ?? 0), 0);
 
-function record(flow: Flow<SseEvent>, initial = Infinity): { signals: string[]; done: Promise<void>; request(n: number): void; cancel(): void } {
-  const signals: string[] = [];
-  let settle: () => void = () => undefined;
-  const done = new Promise<void>((r) => (settle = r));
-  const sub = flow.subscribeWithDemand({
-    next: (e) => signals.push(`next:${e.data}`),
-    error: (err) => {
-      signals.push(`error:${String(err)}`);
-      settle();
-    },
-    complete: () => {
-      signals.push('complete');
-      settle();
-    },
-  });
-  if (initial > 0) sub.request(initial);
-  return { signals, done, request: (n) => sub.request(n), cancel: () => sub.cancel() };
-}
 
 
 describe('round 9: connectSse drain after a terminal event', () => {
@@ -56,10 +34,10 @@ describe('round 9: connectSse drain after a terminal event', () => {
       res.end(`data: a\n\ndata: [DONE]\n\ndata: ${'x'.repeat(4096)}\n\n`);
     });
     const agent = keepAliveAgent();
-    const first = record(connectSse(server.url, { agent, isTerminal: isDone, maxLineBytes: 256 }));
+    const first = recordSignals(connectSse(server.url, { agent, isTerminal: isDone, maxLineBytes: 256 }));
     await within(first.done, 2000);
-    await waitFor(() => count(agent.freeSockets) === 1 || server.openSockets() === 0, 2500).catch(() => undefined);
-    const second = record(connectSse(server.url, { agent, isTerminal: isDone, maxLineBytes: 256 }));
+    await waitFor(() => pooledSockets(agent.freeSockets) === 1 || server.openSockets() === 0, 2500).catch(() => undefined);
+    const second = recordSignals(connectSse(server.url, { agent, isTerminal: isDone, maxLineBytes: 256 }));
     await within(second.done, 2000);
     await sleep(50);
     expect(first.signals).toEqual(['next:a', 'next:[DONE]', 'complete']);
@@ -75,10 +53,10 @@ describe('round 9: connectSse drain after a terminal event', () => {
       res.end(Buffer.concat([Buffer.from('data: [DONE]\n\n:\x00garbage\nnocolon\ndata: '), Buffer.from([0xff, 0xc0, 0x80, 0xed, 0xa0, 0x80]), Buffer.from('\n\n')]));
     });
     const agent = keepAliveAgent();
-    const first = record(connectSse(server.url, { agent, isTerminal: isDone }));
+    const first = recordSignals(connectSse(server.url, { agent, isTerminal: isDone }));
     await within(first.done, 2000);
-    await waitFor(() => count(agent.freeSockets) === 1, 2000);
-    const second = record(connectSse(server.url, { agent, isTerminal: isDone }));
+    await waitFor(() => pooledSockets(agent.freeSockets) === 1, 2000);
+    const second = recordSignals(connectSse(server.url, { agent, isTerminal: isDone }));
     await within(second.done, 2000);
     expect(first.signals).toEqual(['next:[DONE]', 'complete']);
     expect(ports[1]).toBe(ports[0]);
@@ -96,10 +74,10 @@ describe('round 9: connectSse drain after a terminal event', () => {
       });
     });
     const agent = keepAliveAgent();
-    const first = record(connectSse(server.url, { agent, isTerminal: isDone }));
+    const first = recordSignals(connectSse(server.url, { agent, isTerminal: isDone }));
     await within(first.done, 2000);
-    await waitFor(() => count(agent.freeSockets) === 1, 2000);
-    const second = record(connectSse(server.url, { agent, isTerminal: isDone }));
+    await waitFor(() => pooledSockets(agent.freeSockets) === 1, 2000);
+    const second = recordSignals(connectSse(server.url, { agent, isTerminal: isDone }));
     await within(second.done, 2000);
     expect(first.signals).toEqual(['next:a', 'next:[DONE]', 'complete']);
     expect(ports[1]).toBe(ports[0]);
@@ -116,14 +94,14 @@ describe('round 9: connectSse drain after a terminal event', () => {
       });
     });
     const agent = keepAliveAgent();
-    const first = record(connectSse(server.url, { agent, isTerminal: isDone }), 1);
+    const first = recordSignals(connectSse(server.url, { agent, isTerminal: isDone }), 1);
     await waitFor(() => first.signals.length === 1, 2000);
     await sleep(150);
     expect(first.signals).toEqual(['next:a']);
     first.request(1);
     await within(first.done, 2000);
-    await waitFor(() => count(agent.freeSockets) === 1, 2000);
-    const second = record(connectSse(server.url, { agent, isTerminal: isDone }));
+    await waitFor(() => pooledSockets(agent.freeSockets) === 1, 2000);
+    const second = recordSignals(connectSse(server.url, { agent, isTerminal: isDone }));
     await within(second.done, 2000);
     expect(first.signals).toEqual(['next:a', 'next:[DONE]', 'complete']);
     expect(ports[1]).toBe(ports[0]);
@@ -137,13 +115,13 @@ describe('round 9: connectSse drain after a terminal event', () => {
       res.end('data: a\n\ndata: [DONE]\n\n');
     });
     const agent = keepAliveAgent();
-    const first = record(connectSse(server.url, { agent, isTerminal: isDone }), 1);
+    const first = recordSignals(connectSse(server.url, { agent, isTerminal: isDone }), 1);
     await waitFor(() => first.signals.length === 1, 2000);
     await sleep(150);
     first.request(1);
     await within(first.done, 2000);
-    await waitFor(() => count(agent.freeSockets) === 1, 2000);
-    const second = record(connectSse(server.url, { agent, isTerminal: isDone }));
+    await waitFor(() => pooledSockets(agent.freeSockets) === 1, 2000);
+    const second = recordSignals(connectSse(server.url, { agent, isTerminal: isDone }));
     await within(second.done, 2000);
     expect(first.signals).toEqual(['next:a', 'next:[DONE]', 'complete']);
     expect(ports[1]).toBe(ports[0]);
@@ -162,10 +140,10 @@ describe('round 9: connectSse drain after a terminal event', () => {
       res.end(`data: second-${index}\n\ndata: [DONE]\n\n`);
     });
     const agent = keepAliveAgent(1);
-    const first = record(connectSse(server.url, { agent, isTerminal: isDone }));
+    const first = recordSignals(connectSse(server.url, { agent, isTerminal: isDone }));
     await within(first.done, 2000);
     await waitFor(() => server.openSockets() === 0, 2000);
-    const second = record(connectSse(server.url, { agent, isTerminal: isDone }));
+    const second = recordSignals(connectSse(server.url, { agent, isTerminal: isDone }));
     await within(second.done, 2000);
     expect(first.signals).toEqual(['next:[DONE]', 'complete']);
     expect(second.signals).toEqual(['next:second-1', 'next:[DONE]', 'complete']);
@@ -184,10 +162,10 @@ describe('round 9: connectSse drain after a terminal event', () => {
       res.on('close', () => clearTimeout(t));
     });
     const agent = keepAliveAgent();
-    const first = record(connectSse(server.url, { agent, isTerminal: isDone }));
+    const first = recordSignals(connectSse(server.url, { agent, isTerminal: isDone }));
     await within(first.done, 2000);
-    await waitFor(() => count(agent.freeSockets) === 1, 2000);
-    const second = record(connectSse(server.url, { agent, isTerminal: isDone }));
+    await waitFor(() => pooledSockets(agent.freeSockets) === 1, 2000);
+    const second = recordSignals(connectSse(server.url, { agent, isTerminal: isDone }));
     await within(second.done, 2000);
     expect(first.signals).toEqual(['next:a', 'next:[DONE]', 'complete']);
     expect(second.signals).toEqual(['next:a', 'next:[DONE]', 'complete']);
@@ -206,9 +184,9 @@ describe('round 9: connectSse drain after a terminal event', () => {
       });
     });
     const agent = keepAliveAgent();
-    const c = record(connectSse(server.url, { agent, isTerminal: isDone, reconnect: true, initialDelayMs: 1, maxDelayMs: 5 }));
+    const c = recordSignals(connectSse(server.url, { agent, isTerminal: isDone, reconnect: true, initialDelayMs: 1, maxDelayMs: 5 }));
     await within(c.done, 3000);
-    await waitFor(() => count(agent.freeSockets) === 1, 2000);
+    await waitFor(() => pooledSockets(agent.freeSockets) === 1, 2000);
     await sleep(50);
     expect(c.signals).toEqual(['next:a', 'next:[DONE]', 'complete']);
     expect(server.requests).toHaveLength(2);
@@ -225,10 +203,10 @@ describe('round 9: connectSse drain after a terminal event', () => {
     });
     const agent = keepAliveAgent();
     const ac = new AbortController();
-    const c = record(connectSse(server.url, { agent, isTerminal: isDone, signal: ac.signal }));
+    const c = recordSignals(connectSse(server.url, { agent, isTerminal: isDone, signal: ac.signal }));
     await within(c.done, 2000);
     ac.abort(new Error('late abort'));
-    await waitFor(() => count(agent.freeSockets) === 1, 2000);
+    await waitFor(() => pooledSockets(agent.freeSockets) === 1, 2000);
     expect(c.signals).toEqual(['next:[DONE]', 'complete']);
   });
 
@@ -247,7 +225,7 @@ describe('round 9: connectSse drain after a terminal event', () => {
     const agent = keepAliveAgent();
     for (const fetchImpl of [undefined, globalThis.fetch as unknown as SseFetch]) {
       closed = false;
-      const c = record(connectSse(server.url, { agent, isTerminal: isDone, ...(fetchImpl ? { fetch: fetchImpl } : {}) }));
+      const c = recordSignals(connectSse(server.url, { agent, isTerminal: isDone, ...(fetchImpl ? { fetch: fetchImpl } : {}) }));
       await within(c.done, 2000);
       await waitFor(() => closed, 3000);
       expect(c.signals).toEqual(['next:[DONE]', 'complete']);
@@ -277,7 +255,7 @@ describe('round 9: connectSse drain after a terminal event', () => {
     });
     const agent = keepAliveAgent(4);
     const opts = kind === 'native fetch' ? { fetch: globalThis.fetch as unknown as SseFetch } : { agent };
-    const runs = plans.map((_, i) => record(connectSse(`${server.url}?i=${i}`, { ...opts, isTerminal: isDone })));
+    const runs = plans.map((_, i) => recordSignals(connectSse(`${server.url}?i=${i}`, { ...opts, isTerminal: isDone })));
     await within(Promise.all(runs.map((r) => r.done)), 15_000, '40 sessions');
     runs.forEach((r, i) => expect(r.signals).toEqual([...(plans[i]?.events ?? []).map((e) => `next:${e}`), 'next:[DONE]', 'complete']));
     if (kind === 'node-fetch') expect(server.openSockets()).toBeLessThanOrEqual(4);
@@ -292,10 +270,10 @@ describe('round 9: connectSse drain after a terminal event', () => {
       });
     });
     const agent = keepAliveAgent(2);
-    const runs = Array.from({ length: 12 }, (_, i) => record(connectSse(`${server.url}?i=${i}`, { agent, isTerminal: isDone })));
+    const runs = Array.from({ length: 12 }, (_, i) => recordSignals(connectSse(`${server.url}?i=${i}`, { agent, isTerminal: isDone })));
     await within(Promise.all(runs.map((r) => r.done)), 10_000, '12 sessions');
     runs.forEach((r, i) => expect(r.signals).toEqual([`next:s${i}`, 'next:[DONE]', 'complete']));
-    await waitFor(() => count(agent.sockets) === 0, 3000);
+    await waitFor(() => pooledSockets(agent.sockets) === 0, 3000);
   });
 });
 

@@ -1,10 +1,7 @@
 import http from 'node:http';
-import type net from 'node:net';
 import { connectSse } from '../../src/client';
-import type { Flow } from '../../src/flow/flow';
-import type { SseEvent } from '../../src/sse/parser';
 import { sleep, waitFor } from '../helpers/net';
-import { isDone, scriptedServers, sseHead, within } from './helpers';
+import { isDone, pooledSockets, recordSignals, scriptedServers, sseHead, within } from './helpers';
 
 // After a terminal event connectSse completes at once, then lets the response end on its own (the
 // keep-alive socket goes back to the pool) and aborts it only if it is still open after 1 s.
@@ -22,33 +19,11 @@ function keepAliveAgent(): http.Agent {
   return agent;
 }
 
-function countSockets(pool: NodeJS.ReadOnlyDict<net.Socket[]>): number {
-  return Object.values(pool).reduce((n, list) => n + (list?.length ?? 0), 0);
-}
 
 function refedTimers(): number {
   return process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
 }
 
-/** Every signal a subscriber saw, in order, so a signal after completion would show. */
-function record(flow: Flow<SseEvent>, initial = Infinity): { signals: string[]; done: Promise<void>; cancel(): void } {
-  const signals: string[] = [];
-  let settle: () => void = () => undefined;
-  const done = new Promise<void>((r) => (settle = r));
-  const sub = flow.subscribeWithDemand({
-    next: (e) => signals.push(`next:${e.data}`),
-    error: (err) => {
-      signals.push(`error:${String(err)}`);
-      settle();
-    },
-    complete: () => {
-      signals.push('complete');
-      settle();
-    },
-  });
-  sub.request(initial);
-  return { signals, done, cancel: () => sub.cancel() };
-}
 
 describe('connectSse', () => {
   describe('drain after a terminal event', () => {
@@ -60,11 +35,11 @@ describe('connectSse', () => {
         res.end('data: a\n\ndata: [DONE]\n\n');
       });
       const agent = keepAliveAgent();
-      const first = record(connectSse(server.url, { agent, isTerminal: isDone }));
+      const first = recordSignals(connectSse(server.url, { agent, isTerminal: isDone }));
       await within(first.done, 2000);
       // Reused: one free socket in the pool. Aborted: the server saw its socket close.
-      await waitFor(() => countSockets(agent.freeSockets) === 1 || server.openSockets() === 0, 2000).catch(() => undefined);
-      const second = record(connectSse(server.url, { agent, isTerminal: isDone }));
+      await waitFor(() => pooledSockets(agent.freeSockets) === 1 || server.openSockets() === 0, 2000).catch(() => undefined);
+      const second = recordSignals(connectSse(server.url, { agent, isTerminal: isDone }));
       await within(second.done, 2000);
       expect(first.signals).toEqual(['next:a', 'next:[DONE]', 'complete']);
       expect(second.signals).toEqual(['next:a', 'next:[DONE]', 'complete']);
@@ -83,13 +58,13 @@ describe('connectSse', () => {
         });
       });
       const agent = keepAliveAgent();
-      const first = record(connectSse(server.url, { agent, isTerminal: isDone }));
+      const first = recordSignals(connectSse(server.url, { agent, isTerminal: isDone }));
       await within(first.done, 2000);
       expect(first.signals).toEqual(['next:a', 'next:[DONE]', 'complete']); // at the terminal event, not at the end
-      expect(countSockets(agent.freeSockets)).toBe(0);
-      await waitFor(() => countSockets(agent.freeSockets) === 1 || server.openSockets() === 0, 2000).catch(() => undefined);
-      expect(countSockets(agent.freeSockets)).toBe(1);
-      const second = record(connectSse(server.url, { agent, isTerminal: isDone }));
+      expect(pooledSockets(agent.freeSockets)).toBe(0);
+      await waitFor(() => pooledSockets(agent.freeSockets) === 1 || server.openSockets() === 0, 2000).catch(() => undefined);
+      expect(pooledSockets(agent.freeSockets)).toBe(1);
+      const second = recordSignals(connectSse(server.url, { agent, isTerminal: isDone }));
       await within(second.done, 2000);
       expect(ports[1]).toBe(ports[0]);
     });
@@ -103,12 +78,12 @@ describe('connectSse', () => {
       });
       const agent = keepAliveAgent();
       const timersBefore = refedTimers();
-      const c = record(connectSse(server.url, { agent, isTerminal: isDone }));
+      const c = recordSignals(connectSse(server.url, { agent, isTerminal: isDone }));
       await within(c.done, 2000);
-      await waitFor(() => countSockets(agent.freeSockets) === 1, 2000);
+      await waitFor(() => pooledSockets(agent.freeSockets) === 1, 2000);
       await sleep(1300); // past the 1 s cut
       expect(closed).toBe(false);
-      expect(countSockets(agent.freeSockets)).toBe(1);
+      expect(pooledSockets(agent.freeSockets)).toBe(1);
       expect(refedTimers()).toBeLessThanOrEqual(timersBefore);
     });
 
@@ -124,7 +99,7 @@ describe('connectSse', () => {
       });
       const agent = keepAliveAgent();
       const timersBefore = refedTimers();
-      const c = record(connectSse(server.url, { agent, isTerminal: isDone }));
+      const c = recordSignals(connectSse(server.url, { agent, isTerminal: isDone }));
       await within(c.done, 2000);
       expect(c.signals).toEqual(['next:a', 'next:[DONE]', 'complete']);
       await sleep(300);
@@ -133,7 +108,7 @@ describe('connectSse', () => {
       expect(refedTimers()).toBeLessThanOrEqual(timersBefore);
       await waitFor(() => closed, 3000);
       await waitFor(() => server.openSockets() === 0, 2000);
-      expect(countSockets(agent.sockets) + countSockets(agent.freeSockets)).toBe(0);
+      expect(pooledSockets(agent.sockets) + pooledSockets(agent.freeSockets)).toBe(0);
       expect(c.signals).toEqual(['next:a', 'next:[DONE]', 'complete']);
       expect(server.requests).toHaveLength(1);
     });
@@ -145,7 +120,7 @@ describe('connectSse', () => {
         sseHead(res);
         res.write('data: [DONE]\n\ndata: late\n\n');
       });
-      const c = record(connectSse(server.url, { fetch: globalThis.fetch, isTerminal: isDone }));
+      const c = recordSignals(connectSse(server.url, { fetch: globalThis.fetch, isTerminal: isDone }));
       await within(c.done, 2000);
       await waitFor(() => closed, 3000);
       expect(c.signals).toEqual(['next:[DONE]', 'complete']);
@@ -156,7 +131,7 @@ describe('connectSse', () => {
         sseHead(res);
         res.write('data: a\n\ndata: [DONE]\n\ndata: after\n\nid: 9\ndata: after2\n\n', () => res.end('data: more\n\n'));
       });
-      const c = record(connectSse(server.url, { isTerminal: isDone }));
+      const c = recordSignals(connectSse(server.url, { isTerminal: isDone }));
       await within(c.done, 2000);
       await sleep(100);
       expect(c.signals).toEqual(['next:a', 'next:[DONE]', 'complete']);
@@ -171,7 +146,7 @@ describe('connectSse', () => {
           res.on('close', () => clearTimeout(timer));
         });
       });
-      const c = record(connectSse(server.url, { initialDelayMs: 1, isTerminal: isDone }));
+      const c = recordSignals(connectSse(server.url, { initialDelayMs: 1, isTerminal: isDone }));
       await within(c.done, 2000);
       await waitFor(() => server.openSockets() === 0, 2000);
       await sleep(100);
@@ -188,11 +163,11 @@ describe('connectSse', () => {
         });
       });
       const agent = keepAliveAgent();
-      const c = record(connectSse(server.url, { agent, isTerminal: isDone }));
+      const c = recordSignals(connectSse(server.url, { agent, isTerminal: isDone }));
       await within(c.done, 2000);
       c.cancel();
-      await waitFor(() => countSockets(agent.freeSockets) === 1 || server.openSockets() === 0, 2000).catch(() => undefined);
-      expect(countSockets(agent.freeSockets)).toBe(1);
+      await waitFor(() => pooledSockets(agent.freeSockets) === 1 || server.openSockets() === 0, 2000).catch(() => undefined);
+      expect(pooledSockets(agent.freeSockets)).toBe(1);
       expect(c.signals).toEqual(['next:[DONE]', 'complete']);
     });
 

@@ -64,6 +64,31 @@ export function collect(flow: Flow<SseEvent>, initial = Infinity): {
   return { events, sub, done };
 }
 
+/** Every signal a subscriber saw, in order (`next:<data>`, `error:<text>`, `complete`), so a signal after the end would show; `initial` requested at once (0: none). */
+export function recordSignals(flow: Flow<SseEvent>, initial = Infinity): { signals: string[]; done: Promise<void>; request(n: number): void; cancel(): void } {
+  const signals: string[] = [];
+  let settle: () => void = () => undefined;
+  const done = new Promise<void>((r) => (settle = r));
+  const sub = flow.subscribeWithDemand({
+    next: (e) => signals.push(`next:${e.data}`),
+    error: (err) => {
+      signals.push(`error:${String(err)}`);
+      settle();
+    },
+    complete: () => {
+      signals.push('complete');
+      settle();
+    },
+  });
+  if (initial > 0) sub.request(initial);
+  return { signals, done, request: (n) => sub.request(n), cancel: () => sub.cancel() };
+}
+
+/** Sockets in an agent's pool (`agent.sockets` or `agent.freeSockets`). */
+export function pooledSockets(pool: NodeJS.ReadOnlyDict<net.Socket[]>): number {
+  return Object.values(pool).reduce((n, list) => n + (list?.length ?? 0), 0);
+}
+
 /** Rejects if `promise` does not settle within `ms`, so no test hangs until the jest timeout. */
 export function within<T>(promise: Promise<T>, ms: number, what = 'operation'): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
