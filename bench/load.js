@@ -14,7 +14,7 @@
 const net = require('node:net');
 const fs = require('node:fs');
 const { performance } = require('node:perf_hooks');
-const { linksOfPort } = require('./lib/kernel-tcp');
+const { linksOfPort, tcpQueues } = require('./lib/kernel-tcp');
 
 const FFFD = Buffer.from([0xef, 0xbf, 0xbd]);
 const ERR_MARK = Buffer.from('event: error');
@@ -348,37 +348,6 @@ async function startAll(spec) {
     if (i + batch < spec.clients) await new Promise((r) => setTimeout(r, spec.rampDelayMs || 50));
   }
   slowTimer = setInterval(slowTick, 50);
-}
-
-/**
- * Kernel queues of every IPv4/IPv6 TCP socket, from /proc/net/tcp{,6}: {"local>remote": {tx, rx, st}}
- * (st = hex state: 01 ESTABLISHED, 08 CLOSE_WAIT, 06 TIME_WAIT ...). A socket the peer reset is
- * gone from the table (its queues were discarded). When one port pair appears twice (a TIME_WAIT
- * leftover of an earlier cell and a live socket), the live one wins.
- */
-function tcpQueues() {
-  const out = {};
-  for (const f of ['/proc/net/tcp', '/proc/net/tcp6']) {
-    let text = '';
-    try {
-      text = fs.readFileSync(f, 'utf8');
-    } catch {
-      continue;
-    }
-    const lines = text.split('\n');
-    for (let i = 1; i < lines.length; i++) {
-      const p = lines[i].trim().split(/\s+/);
-      if (p.length < 5) continue;
-      const lp = parseInt(p[1].split(':').pop(), 16);
-      const rp = parseInt(p[2].split(':').pop(), 16);
-      const [tx, rx] = p[4].split(':').map((h) => parseInt(h, 16));
-      const key = `${lp}>${rp}`;
-      const prev = out[key];
-      if (prev && prev.st === '01' && p[3] !== '01') continue;
-      out[key] = { tx, rx, st: p[3] };
-    }
-  }
-  return out;
 }
 
 function percentile(sorted, q) {

@@ -79,37 +79,56 @@ class KernelTcpWatch {
 }
 
 /**
- * The TCP links of a server port (the fake upstream's) from /proc/net/tcp{,6}: the server's
- * side (sender: unsent bytes, active timer) and the client's side (receiver: unread bytes).
- * Timer codes (the `tr` column): 0 none, 1 retransmit, 2 keepalive, 3 TIME_WAIT, 4 zero-window probe.
+ * Every TCP socket in /proc/net/tcp{,6}, keyed `localPort>remotePort`: send and receive queues
+ * (bytes), state (`01` established, `06` TIME_WAIT, ...), the active timer (the `tr` column: 0
+ * none, 1 retransmit, 2 keepalive, 3 TIME_WAIT, 4 zero-window probe) and unrecovered
+ * retransmission timeouts. A socket the peer reset is gone from the table (its queues were
+ * discarded). When one port pair appears twice (a TIME_WAIT leftover and a live socket), the
+ * established one wins.
  */
-function linksOfPort(port) {
-  const sender = { links: 0, txBytes: 0, txMax: 0, timers: {}, retransmitsMax: 0 };
-  const receiver = { links: 0, rxBytes: 0, rxMax: 0, withUnread: 0 };
+function tcpQueues() {
+  const out = {};
   for (const f of ['/proc/net/tcp', '/proc/net/tcp6']) {
     const lines = read(f).split('\n');
     for (let i = 1; i < lines.length; i++) {
       const p = lines[i].trim().split(/\s+/);
-      if (p.length < 7 || p[3] !== '01') continue; // established only
+      if (p.length < 7) continue;
       const lp = parseInt(p[1].split(':').pop(), 16);
       const rp = parseInt(p[2].split(':').pop(), 16);
       const [tx, rx] = p[4].split(':').map((h) => parseInt(h, 16));
-      if (lp === port) {
-        sender.links++;
-        sender.txBytes += tx;
-        sender.txMax = Math.max(sender.txMax, tx);
-        const timer = p[5].split(':')[0];
-        sender.timers[timer] = (sender.timers[timer] || 0) + 1;
-        sender.retransmitsMax = Math.max(sender.retransmitsMax, parseInt(p[6], 16));
-      } else if (rp === port) {
-        receiver.links++;
-        receiver.rxBytes += rx;
-        receiver.rxMax = Math.max(receiver.rxMax, rx);
-        if (rx > 0) receiver.withUnread++;
-      }
+      const key = `${lp}>${rp}`;
+      const prev = out[key];
+      if (prev && prev.st === '01' && p[3] !== '01') continue;
+      out[key] = { lp, rp, tx, rx, st: p[3], timer: p[5].split(':')[0], retransmits: parseInt(p[6], 16) };
+    }
+  }
+  return out;
+}
+
+/**
+ * The established TCP links of a server port (the fake upstream's), from {@link tcpQueues}: the
+ * server's side (sender: unsent bytes, active timers by code, most retransmission timeouts) and
+ * the client's side (receiver: unread bytes).
+ */
+function linksOfPort(port) {
+  const sender = { links: 0, txBytes: 0, txMax: 0, timers: {}, retransmitsMax: 0 };
+  const receiver = { links: 0, rxBytes: 0, rxMax: 0, withUnread: 0 };
+  for (const row of Object.values(tcpQueues())) {
+    if (row.st !== '01') continue;
+    if (row.lp === port) {
+      sender.links++;
+      sender.txBytes += row.tx;
+      sender.txMax = Math.max(sender.txMax, row.tx);
+      sender.timers[row.timer] = (sender.timers[row.timer] || 0) + 1;
+      sender.retransmitsMax = Math.max(sender.retransmitsMax, row.retransmits);
+    } else if (row.rp === port) {
+      receiver.links++;
+      receiver.rxBytes += row.rx;
+      receiver.rxMax = Math.max(receiver.rxMax, row.rx);
+      if (row.rx > 0) receiver.withUnread++;
     }
   }
   return { sender, receiver };
 }
 
-module.exports = { KernelTcpWatch, linksOfPort, tcpMemLimits, tcpMemPages };
+module.exports = { KernelTcpWatch, linksOfPort, tcpQueues, tcpMemLimits, tcpMemPages };
