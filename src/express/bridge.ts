@@ -188,26 +188,27 @@ export function sendFlow(res: Response | ServerResponse, flow: Flow<BridgeElemen
 /** Responses a bridge writes to: a second `sendFlow` on one is refused, never interleaved. */
 const STREAMING = new WeakSet<ServerResponse>();
 
+/** What a refused stream's handle reports: finished, nothing requested, held or written (its budget is 1 byte). */
+const REFUSED_STATE: Readonly<BridgeState> = {
+  finished: true,
+  upstreamDone: true,
+  socketFull: false,
+  outstanding: 0,
+  heldElements: 0,
+  heldBytes: 0,
+  batchBytes: 0,
+  writableLength: 0,
+  budgetUsed: 0,
+  budgetMax: 1,
+  events: 0,
+  bytes: 0,
+  idleMs: 0,
+};
+
 /** The handle of a stream that never started: `done` reports `error`, nothing was subscribed or written. */
 function refused(error: Error): StreamHandle {
   const result: StreamResult = { outcome: 'error', error, events: 0, bytes: 0, durationMs: 0, peakBufferedBytes: 0 };
-  const budget = new ByteBudget(1);
-  const state = (): BridgeState => ({
-    finished: true,
-    upstreamDone: true,
-    socketFull: false,
-    outstanding: 0,
-    heldElements: 0,
-    heldBytes: 0,
-    batchBytes: 0,
-    writableLength: 0,
-    budgetUsed: 0,
-    budgetMax: budget.maxBytes,
-    events: 0,
-    bytes: 0,
-    idleMs: 0,
-  });
-  return { done: Promise.resolve(result), budget, end: () => undefined, flush: () => undefined, state };
+  return { done: Promise.resolve(result), budget: new ByteBudget(1), end: () => undefined, flush: () => undefined, state: () => ({ ...REFUSED_STATE }) };
 }
 
 class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
@@ -613,10 +614,9 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
       this.endWith(pending, tail);
       // The end waits behind bytes Node could not hand to the kernel (a reader that stopped just
       // as the stream ended, e.g. by overflow or a total timeout): without a watch the connection
-      // would stay open with them for as long as the peer keeps it. Bounded like a stall cut.
-      const stallMs = options.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_MS;
-      // Once Node has handed the end to the kernel, its keep-alive handling takes the socket over.
-      if (stallMs > 0 && res.socket !== null && !res.destroyed && res.writableLength > 0) this.lingerUntilDelivered(res.socket, false, undefined);
+      // would stay open with them for as long as the peer keeps it. Bounded like a stall cut;
+      // once Node has handed the end to the kernel, its keep-alive handling takes the socket over.
+      if (res.socket !== null && !res.destroyed && res.writableLength > 0) this.lingerUntilDelivered(res.socket, false, undefined);
     }
     const result: StreamResult = {
       outcome,
@@ -636,11 +636,12 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
    * full socket): calls `onDelivered` once the peer has taken the queued bytes (Node's, and with
    * `kernelToo` the kernel's send queue as well), or resets the socket once it has made no
    * progress for `stallTimeoutMs`, so a peer that never reads again never holds the connection
-   * and its queues for longer.
+   * and its queues for longer. Nothing is watched when `stallTimeoutMs` is 0.
    */
   private lingerUntilDelivered(socket: Socket, kernelToo: boolean, onDelivered: (() => void) | undefined): void {
     const { res } = this;
     const stallMs = this.options.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_MS;
+    if (stallMs <= 0) return; // stall handling off (a stall cut never happens then): Node's own timeouts only
     const tickMs = this.stallTickMs(stallMs);
     this.stallUnsent = res.writableLength;
     this.stallKernel = undefined;

@@ -175,10 +175,9 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
     // Byte relay: the peak also counts what the upstream reader takes in while nobody asks.
     if (frameBytes !== undefined) upstreamRequest.onRead = () => void budget.observe();
     let events: Flow<GatewayEvent>;
-    let body$: Readable | undefined;
     /** Byte relay: re-checks an upstream read held for want of room. */
     let gate: ReadGate | undefined;
-    /** The upstream call (not on resumable routes), for `describe()`. */
+    /** The upstream call (not on resumable routes, which read through connectSse), for the gauges and `describe()`. */
     let reader: UpstreamStream | undefined;
     let handle: StreamHandle | undefined;
     let readerCounted = false;
@@ -220,7 +219,6 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
       }
       // Only this call is retried: it ends at the upstream's status line, before the client saw a byte.
       const upstream = await withRetries(() => attempt(() => openUpstreamStream(upstreamRequest)), route.retry, retryOptions);
-      body$ = upstream.response.body as unknown as Readable;
       reader = upstream;
       // A compressed or TLS body (reads not sized) takes up to UNSIZED_READER_BYTES unasked: with
       // less room than that beside a frame, its bytes could not stay inside the budget, so this
@@ -269,15 +267,19 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
         }
       },
     });
+    const bodyOf = (call: UpstreamStream): Readable => call.response.body as unknown as Readable;
     const untrack = metrics.track({
       bufferedBytes: () => budget.used,
-      upstreamPaused: () => body$ !== undefined && body$.isPaused() && body$.readableLength > 0 && !body$.readableEnded,
+      upstreamPaused: () => {
+        const body = reader === undefined ? undefined : bodyOf(reader);
+        return body !== undefined && body.isPaused() && body.readableLength > 0 && !body.readableEnded;
+      },
       describe: () => ({
         streamId,
         route: route.path,
         ageMs: elapsed(),
         bridge: handle?.state(),
-        upstream: body$ === undefined || reader === undefined ? undefined : { bufferedBytes: reader.bufferedBytes(), readsSized: reader.readsSized(), paused: body$.isPaused(), ended: body$.readableEnded },
+        upstream: reader === undefined ? undefined : { bufferedBytes: reader.bufferedBytes(), readsSized: reader.readsSized(), paused: bodyOf(reader).isPaused(), ended: bodyOf(reader).readableEnded },
         heldReadDemand: gate?.heldDemand,
       }),
     });
