@@ -1,8 +1,6 @@
-import type { RunningGateway } from '../../src/gateway/server';
 import { hasAsciiEscape } from '../../src/upstream/providers/wire';
-import type { CaptureTransport } from '../gateway/helpers';
 import { waitFor } from '../helpers/net';
-import { clientEvents, cutAt, oaChunk, paced, post, rng, scriptedUpstream, testGateway, type ScriptedUpstream, type Step } from './round3-harness';
+import { clientEvents, cutAt, oaChunk, paced, post, rng, useRelayHarness, type RelayHarness, type Step } from './round3-harness';
 
 // Round 9: the byte relay's `needsDecode` scans (openai/anthropic, `hasAsciiEscape` from 8f68e1c)
 // against the event relay on the same upstream bytes: the client's events, the logged outcome and
@@ -87,37 +85,37 @@ const CASES: Case[] = [
   },
 ];
 
-describe('round 9: needsDecode scans vs the event relay (usage, errors, terminators spelt with escapes or line breaks)', () => {
-  let up: ScriptedUpstream;
-  let gw: RunningGateway;
-  let logs: CaptureTransport;
+/** An OpenAI and an Anthropic route per relay (`/openai-bytes`, `/openai-events`, ...) on the scripted upstream. */
+function bothRelays(upstreamUrl: string): unknown[] {
+  const routes: unknown[] = [];
+  for (const relay of ['bytes', 'events']) {
+    const policy = { relay };
+    const forwardHeaders = ['content-type', 'x-script'];
+    routes.push({ path: `/openai-${relay}`, provider: 'openai', url: `${upstreamUrl}/u`, forwardHeaders, policy });
+    routes.push({ path: `/anthropic-${relay}`, provider: 'anthropic', url: `${upstreamUrl}/u`, forwardHeaders, policy });
+  }
+  return routes;
+}
 
-  beforeAll(async () => {
-    up = await scriptedUpstream();
-    const routes: unknown[] = [];
-    for (const relay of ['bytes', 'events']) {
-      const policy = { relay };
-      const forwardHeaders = ['content-type', 'x-script'];
-      routes.push({ path: `/openai-${relay}`, provider: 'openai', url: `${up.url}/u`, forwardHeaders, policy });
-      routes.push({ path: `/anthropic-${relay}`, provider: 'anthropic', url: `${up.url}/u`, forwardHeaders, policy });
-    }
-    ({ gw, logs } = await testGateway(up.url, routes, { heartbeatMs: 0 }));
-  });
-  afterAll(async () => {
-    await gw.close();
-    await up.close();
-  });
+/** Runs `script` through the byte relay, then the event relay; their log lines and client bodies. */
+async function throughBothRelays(h: RelayHarness, provider: string, script: string) {
+  const before = h.logs.streams().length;
+  const bytes = await post(`${h.gw.url}/${provider}-bytes`, { 'x-script': script });
+  await waitFor(() => h.logs.streams().length >= before + 1, 5000);
+  const events = await post(`${h.gw.url}/${provider}-events`, { 'x-script': script });
+  await waitFor(() => h.logs.streams().length >= before + 2, 5000);
+  const [b, e] = h.logs.streams().slice(before);
+  return { b, e, bytes, events };
+}
+
+describe('round 9: needsDecode scans vs the event relay (usage, errors, terminators spelt with escapes or line breaks)', () => {
+  const h = useRelayHarness(bothRelays);
 
   it.each(CASES.map((c, i) => [c.name, i] as const))('%s', async (_name, i) => {
     const c = CASES[i] as Case;
     const script = `r9-${i}`;
-    up.scripts.set(script, () => c.steps);
-    const before = logs.streams().length;
-    const bytes = await post(`${gw.url}/${c.provider}-bytes`, { 'x-script': script });
-    await waitFor(() => logs.streams().length >= before + 1, 5000);
-    const events = await post(`${gw.url}/${c.provider}-events`, { 'x-script': script });
-    await waitFor(() => logs.streams().length >= before + 2, 5000);
-    const [b, e] = logs.streams().slice(before);
+    h.up.scripts.set(script, () => c.steps);
+    const { b, e, bytes, events } = await throughBothRelays(h, c.provider, script);
     const pick = (l: Record<string, unknown> | undefined): Record<string, unknown> => ({ outcome: l?.outcome, inputTokens: l?.inputTokens, outputTokens: l?.outputTokens });
     expect(pick(e)).toMatchObject(c.expected);
     expect(pick(b)).toEqual(pick(e));
@@ -147,22 +145,7 @@ function escapeSome(json: string, word: string, rand: () => number): string {
 }
 
 describe('round 9: random escapes of usage/error keys and random reads, byte relay vs event relay', () => {
-  let up: ScriptedUpstream;
-  let gw: RunningGateway;
-  let logs: CaptureTransport;
-
-  beforeAll(async () => {
-    up = await scriptedUpstream();
-    const routes: unknown[] = [];
-    for (const relay of ['bytes', 'events']) {
-      routes.push({ path: `/openai-${relay}`, provider: 'openai', url: `${up.url}/u`, forwardHeaders: ['content-type', 'x-script'], policy: { relay } });
-    }
-    ({ gw, logs } = await testGateway(up.url, routes, { heartbeatMs: 0 }));
-  });
-  afterAll(async () => {
-    await gw.close();
-    await up.close();
-  });
+  const h = useRelayHarness(bothRelays);
 
   it('30 seeded streams: same client events, outcome and usage on both relays', async () => {
     const rand = rng(909);
@@ -175,13 +158,8 @@ describe('round 9: random escapes of usage/error keys and random reads, byte rel
       const at = text.indexOf(withError ? error : usage);
       const cuts = [at, at + (withError ? error : usage).length, ...Array.from({ length: 3 }, () => Math.floor(rand() * text.length))].sort((x, y) => x - y);
       const script = `fuzz-${n}`;
-      up.scripts.set(script, () => paced(cutAt(text, ...cuts), 2));
-      const before = logs.streams().length;
-      const bytes = await post(`${gw.url}/openai-bytes`, { 'x-script': script });
-      await waitFor(() => logs.streams().length >= before + 1, 5000);
-      const events = await post(`${gw.url}/openai-events`, { 'x-script': script });
-      await waitFor(() => logs.streams().length >= before + 2, 5000);
-      const [b, e] = logs.streams().slice(before);
+      h.up.scripts.set(script, () => paced(cutAt(text, ...cuts), 2));
+      const { b, e, bytes, events } = await throughBothRelays(h, 'openai', script);
       const pick = (l: Record<string, unknown> | undefined): Record<string, unknown> => ({ n, outcome: l?.outcome, inputTokens: l?.inputTokens, outputTokens: l?.outputTokens });
       expect(pick(e)).toEqual(withError ? { n, outcome: 'upstream_error', inputTokens: undefined, outputTokens: undefined } : { n, outcome: 'completed', inputTokens: n + 1, outputTokens: 2 * n + 1 });
       expect(pick(b)).toEqual(pick(e));
