@@ -25,6 +25,14 @@ function keepAliveAgent(maxSockets = Infinity): http.Agent {
 
 
 
+/** Once the first session's socket is back in `agent`'s pool: a second session on it, run to its end. */
+async function nextSessionOnPooledSocket(url: string, agent: http.Agent): Promise<ReturnType<typeof recordSignals>> {
+  await waitFor(() => pooledSockets(agent.freeSockets) === 1, 2000);
+  const second = recordSignals(connectSse(url, { agent, isTerminal: isDone }));
+  await within(second.done, 2000);
+  return second;
+}
+
 describe('round 9: connectSse drain after a terminal event', () => {
   it('an oversized line right after the terminal event in the same chunk: no SseLimitError, and the socket is still reused', async () => {
     const ports: Array<number | undefined> = [];
@@ -55,9 +63,7 @@ describe('round 9: connectSse drain after a terminal event', () => {
     const agent = keepAliveAgent();
     const first = recordSignals(connectSse(server.url, { agent, isTerminal: isDone }));
     await within(first.done, 2000);
-    await waitFor(() => pooledSockets(agent.freeSockets) === 1, 2000);
-    const second = recordSignals(connectSse(server.url, { agent, isTerminal: isDone }));
-    await within(second.done, 2000);
+    await nextSessionOnPooledSocket(server.url, agent);
     expect(first.signals).toEqual(['next:[DONE]', 'complete']);
     expect(ports[1]).toBe(ports[0]);
   });
@@ -76,9 +82,7 @@ describe('round 9: connectSse drain after a terminal event', () => {
     const agent = keepAliveAgent();
     const first = recordSignals(connectSse(server.url, { agent, isTerminal: isDone }));
     await within(first.done, 2000);
-    await waitFor(() => pooledSockets(agent.freeSockets) === 1, 2000);
-    const second = recordSignals(connectSse(server.url, { agent, isTerminal: isDone }));
-    await within(second.done, 2000);
+    await nextSessionOnPooledSocket(server.url, agent);
     expect(first.signals).toEqual(['next:a', 'next:[DONE]', 'complete']);
     expect(ports[1]).toBe(ports[0]);
   });
@@ -100,9 +104,7 @@ describe('round 9: connectSse drain after a terminal event', () => {
     expect(first.signals).toEqual(['next:a']);
     first.request(1);
     await within(first.done, 2000);
-    await waitFor(() => pooledSockets(agent.freeSockets) === 1, 2000);
-    const second = recordSignals(connectSse(server.url, { agent, isTerminal: isDone }));
-    await within(second.done, 2000);
+    await nextSessionOnPooledSocket(server.url, agent);
     expect(first.signals).toEqual(['next:a', 'next:[DONE]', 'complete']);
     expect(ports[1]).toBe(ports[0]);
   });
@@ -120,9 +122,7 @@ describe('round 9: connectSse drain after a terminal event', () => {
     await sleep(150);
     first.request(1);
     await within(first.done, 2000);
-    await waitFor(() => pooledSockets(agent.freeSockets) === 1, 2000);
-    const second = recordSignals(connectSse(server.url, { agent, isTerminal: isDone }));
-    await within(second.done, 2000);
+    await nextSessionOnPooledSocket(server.url, agent);
     expect(first.signals).toEqual(['next:a', 'next:[DONE]', 'complete']);
     expect(ports[1]).toBe(ports[0]);
   });
@@ -164,9 +164,7 @@ describe('round 9: connectSse drain after a terminal event', () => {
     const agent = keepAliveAgent();
     const first = recordSignals(connectSse(server.url, { agent, isTerminal: isDone }));
     await within(first.done, 2000);
-    await waitFor(() => pooledSockets(agent.freeSockets) === 1, 2000);
-    const second = recordSignals(connectSse(server.url, { agent, isTerminal: isDone }));
-    await within(second.done, 2000);
+    const second = await nextSessionOnPooledSocket(server.url, agent);
     expect(first.signals).toEqual(['next:a', 'next:[DONE]', 'complete']);
     expect(second.signals).toEqual(['next:a', 'next:[DONE]', 'complete']);
     expect(ports[1]).toBe(ports[0]);
