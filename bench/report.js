@@ -261,7 +261,7 @@ function markdown(res, charts, analysis) {
   out.push(`- **Command:** \`${res.command}\` (${res.mode} mode, ${f(res.durationS, 0)} s, ${res.startedAt})`);
   out.push(`- **Machine:** ${m.nproc} × ${m.model}, ${m.memGb} GiB RAM, Linux ${m.kernel}, Node.js ${m.node}, open-file limit ${m.fdSoft}/${m.fdHard}${m.loadavgStart ? `; load average ${m.loadavgStart.join(' / ')} at start, ${(m.loadavgEnd || []).join(' / ')} at the end` : ''}`);
   out.push(`- **Systems:** a fake OpenAI-compatible upstream (\`bench/upstream.js\`), a load generator (\`bench/load.js\`), and each proxy, as separate processes on 127.0.0.1. Baselines: ${Object.values(LABELS).slice(0, 3).join(', ')} (\`bench/baselines.js\`, \`bench/targets.js\`).`);
-  out.push(`- **tidegate command:** \`node ${res.gatewayCommand}\` (defined once in \`bench/targets.js\`, \`tidegateCommand\`)`);
+  out.push(`- **tidegate command:** \`node ${res.gatewayCommand}\` (defined once in \`bench/targets.js\`, \`tidegateCommand\`; the scenarios override the policy flags where they say so: S1 runs with \`--stall-timeout-ms ${P.s1?.stallTimeoutMs}\`, the stability map with \`--stall-timeout-ms ${P.map?.stallTimeoutMs}\`, and \`--overflow terminate\` in the rows so labelled)`);
   if (res.gatewayFlagsMissing) out.push(`- **Gateway flags missing in this build:** ${res.gatewayFlagsMissing.join(', ')} — tidegate ran with its built-in defaults for those.`);
   if (res.skipped.length) {
     out.push('- **Skipped:** ' + res.skipped.map((s) => `${s.target} (${s.why})`).join('; '));

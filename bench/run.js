@@ -864,6 +864,7 @@ async function main() {
     console.log(`\nwrote ${written.join(', ')}`);
   } else console.log('\ndocs/benchmarks.md not rewritten (quick mode or --no-docs; --docs forces it)');
   console.log(`\nbench finished in ${results.durationS.toFixed(0)} s; results in bench/results/`);
+  if (QUICK) console.log('quick mode checks the harness: its figures are smaller and shorter runs, not comparable; targets are judged only in full mode (npm run bench, docs/benchmarks.md)');
 }
 
 main()
