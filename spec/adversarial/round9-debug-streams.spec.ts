@@ -185,7 +185,7 @@ describe('round 9: GET /debug/streams under churn', () => {
       );
     }
     await Promise.all(jobs);
-    await waitFor(() => gw.app.gateway.activeStreams === 0, 5000);
+    await waitFor(() => gw.app.gateway.activeStreams === 0, 15_000); // a loaded machine (or --detectOpenHandles) is slow to end 60 streams
     await sleep(50);
     await poll.stop();
     expect(poll.failures.slice(0, 10)).toEqual([]);

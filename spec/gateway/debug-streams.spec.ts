@@ -97,7 +97,13 @@ describe('gateway GET /debug/streams', () => {
     clients.push(client);
     client.readSome(4096);
     await waitFor(() => gw.app.gateway.activeStreams === 1, 5000);
-    expect((await snapshot(gw)).streams).toHaveLength(1);
+    // Listed once its upstream answered (activeStreams counts it from its arrival).
+    let listed = 0;
+    for (let i = 0; i < 100 && listed === 0; i++) {
+      listed = (await snapshot(gw)).streams.length;
+      if (listed === 0) await sleep(20);
+    }
+    expect(listed).toBe(1);
     client.destroy();
     await waitFor(() => gw.app.gateway.activeStreams === 0, 5000);
     expect(await snapshot(gw)).toEqual({ activeStreams: 0, streams: [] });
