@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { RawClient, sleep, waitFor } from '../helpers/net';
-import { startGatewayProcess, type GatewayProcess } from './gateway-process';
-import { hostileUpstream, type HostileUpstream } from './hostile-upstream';
+import { startGatewayProcess, type GatewayProcess } from '../harness/gateway-process';
+import { hostileUpstream, type HostileUpstream } from '../harness/hostile-upstream';
 
 /**
  * The built `tidegate` CLI (run `npm run build` first) in its own process, in front of an

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { SseLimitError } from '../../src/errors';
 import { createFrameSplitter, type SseFrame } from '../../src/sse';
-import { clientEvents } from './round3-harness';
+import { clientEvents } from '../harness/relay-harness';
 
 // Round 3: the byte relay's splitter against an independent WHATWG client (TextDecoder +
 // eventsource-parser): what a client makes of the frames must equal what it makes of the input,

@@ -1,7 +1,7 @@
 import type { RunningGateway } from '../../src/gateway/server';
 import type { CaptureTransport } from '../gateway/helpers';
 import { waitFor } from '../helpers/net';
-import { clientEvents, cutAt, oaChunk, paced, post, scriptedUpstream, testGateway, type ClientEvent, type ScriptedUpstream, type Step } from './round3-harness';
+import { clientEvents, cutAt, oaChunk, paced, post, scriptedUpstream, testGateway, type ClientEvent, type ScriptedUpstream, type Step } from '../harness/relay-harness';
 
 // Round 3: relay: bytes must give a WHATWG client the same events (and the same end) as
 // relay: events, whatever the upstream's chunking, line ends and layout of its end frames.

@@ -3,7 +3,7 @@ import zlib from 'node:zlib';
 import type { RunningGateway } from '../../src/gateway/server';
 import type { CaptureTransport } from '../gateway/helpers';
 import { RawClient, waitFor } from '../helpers/net';
-import { clientEvents, post, rng, sampleBuffered, scriptedUpstream, sleep, SSE_HEAD, testGateway, type ScriptedUpstream, type Step } from './round3-harness';
+import { clientEvents, post, rng, sampleBuffered, scriptedUpstream, sleep, SSE_HEAD, testGateway, type ScriptedUpstream, type Step } from '../harness/relay-harness';
 
 // Round 3: the byte relay and the shared-buffer upstream reader over real sockets.
 

@@ -6,7 +6,7 @@
 import type http from 'node:http';
 
 import { RawClient, waitFor } from '../helpers/net';
-import { sampleBuffered, type Step, useRelayHarness } from './round3-harness';
+import { sampleBuffered, type Step, useRelayHarness } from '../harness/relay-harness';
 
 // socket highWaterMark + upstream side (4 KiB mark + two 16 KiB reads) + 1 KiB framing slack + a 1 KiB frame
 const THRESHOLD = 16 * 1024 + 4 * 1024 + 2 * 16 * 1024 + 1024 + 1024; // 55296

@@ -6,7 +6,7 @@ import type http from 'node:http';
 import zlib from 'node:zlib';
 
 import { RawClient, waitFor } from '../helpers/net';
-import { sampleBuffered, type Step, useRelayHarness } from './round3-harness';
+import { sampleBuffered, type Step, useRelayHarness } from '../harness/relay-harness';
 
 const KIB = 1024;
 // Smallest budget with the byte relay on: client writableHighWaterMark 16 KiB + 6 KiB slack + 8 KiB room.

@@ -10,8 +10,8 @@ import type { RunningGateway } from '../../src/gateway/server';
 import { openUpstreamStream, upstreamAgent, type UpstreamStream } from '../../src/upstream/request';
 import type { CaptureTransport } from '../gateway/helpers';
 import { RawClient, waitFor } from '../helpers/net';
-import { sampleBuffered, SSE_HEAD, testGateway } from './round3-harness';
-import { CERT, KEY } from './tls-fixture';
+import { sampleBuffered, SSE_HEAD, testGateway } from '../harness/relay-harness';
+import { CERT, KEY } from '../harness/tls-fixture';
 
 // The certificate is self-signed for 127.0.0.1 (tls-fixture.ts).
 

@@ -9,7 +9,7 @@ import { openUpstreamStream, upstreamAgent } from '../../src/upstream/request';
 import type { RunningGateway } from '../../src/gateway/server';
 import type { CaptureTransport } from '../gateway/helpers';
 import { RawClient, sleep, waitFor } from '../helpers/net';
-import { sampleBuffered, scriptedUpstream, SSE_HEAD, testGateway, type ScriptedUpstream, type Step } from './round3-harness';
+import { sampleBuffered, scriptedUpstream, SSE_HEAD, testGateway, type ScriptedUpstream, type Step } from '../harness/relay-harness';
 
 const KIB = 1024;
 const EVENT = `data: ${'r'.repeat(1000 - 8)}\n\n`;

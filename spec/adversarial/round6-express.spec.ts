@@ -10,7 +10,7 @@ import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import { expressServerOptions, type RunningGateway } from '../../src/gateway/server';
-import { testGateway } from './round3-harness';
+import { testGateway } from '../harness/relay-harness';
 
 interface Got {
   status: number;

@@ -8,7 +8,7 @@ import type http from 'node:http';
 import zlib from 'node:zlib';
 
 import { RawClient, waitFor } from '../helpers/net';
-import { oaChunk, sampleBuffered, type ScriptedUpstream, type Step, useRelayHarness } from './round3-harness';
+import { oaChunk, sampleBuffered, type ScriptedUpstream, type Step, useRelayHarness } from '../harness/relay-harness';
 
 const KIB = 1024;
 const MIN = 30 * KIB; // 16 KiB socket mark + 6 KiB slack + 8 KiB: smallEventBytes = 8192 here

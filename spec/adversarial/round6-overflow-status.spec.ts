@@ -16,7 +16,7 @@ import type { StreamPolicyFn } from '../../src/gateway/relay';
 import type { GatewayEvent } from '../../src/upstream/providers/types';
 import { CaptureTransport } from '../gateway/helpers';
 import { listen, waitFor } from '../helpers/net';
-import { oaChunk, post, scriptedUpstream, type ScriptedUpstream } from './round3-harness';
+import { oaChunk, post, scriptedUpstream, type ScriptedUpstream } from '../harness/relay-harness';
 
 const anthropicEvents = [
   'event: message_start\ndata: {"type":"message_start","message":{"id":"m1","type":"message","role":"assistant","content":[],"model":"m","usage":{"input_tokens":1,"output_tokens":0}}}\n\n',

@@ -6,7 +6,7 @@
  */
 import crypto from 'node:crypto';
 import { RawClient, waitFor } from '../helpers/net';
-import { type Step, useRelayHarness } from './round3-harness';
+import { type Step, useRelayHarness } from '../harness/relay-harness';
 
 const KIB = 1024;
 const BUDGETS = [30 * KIB, 33 * KIB + 7, 40 * KIB, 48 * KIB, 64 * KIB, 100 * KIB, 30 * KIB, 41 * KIB + 999, 64 * KIB, 256 * KIB];

@@ -41,7 +41,7 @@ import type { StreamSnapshot } from '../../src/gateway/metrics';
 import { startGateway, type RunningGateway } from '../../src/gateway/server';
 import { CaptureTransport } from '../gateway/helpers';
 import { listen } from '../helpers/net';
-import { rng } from './round3-harness';
+import { rng } from '../harness/relay-harness';
 
 const HANG_MS = 3000;
 const TEXT = Array.from('流式传输的背压🌊不会丢字节テスト😀한국어 데이터🚀emoji✨漢字と絵文字🎉');

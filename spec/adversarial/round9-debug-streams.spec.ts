@@ -5,7 +5,7 @@ import type { StreamSnapshot } from '../../src/gateway/metrics';
 import { startGateway, type RunningGateway } from '../../src/gateway/server';
 import { CaptureTransport } from '../gateway/helpers';
 import { listen, RawClient, sleep, waitFor } from '../helpers/net';
-import { post, rng, scriptedUpstream, type ScriptedUpstream, type Step } from './round3-harness';
+import { post, rng, scriptedUpstream, type ScriptedUpstream, type Step } from '../harness/relay-harness';
 
 // Round 9: GET /debug/streams (baf0fb3) polled in a tight loop while streams start, fail before
 // their headers (upstream 500, refused connection), retry, end, get cut by the stall timeout,

@@ -3,7 +3,7 @@ import { connectSse } from '../../src/client';
 import type { SseFetch } from '../../src/client';
 import { sleep, waitFor } from '../helpers/net';
 import { isDone, pooledSockets, recordSignals, scriptedServers, sseHead, within } from '../client/helpers';
-import { clientEvents, post, rng, useRelayHarness } from './round3-harness';
+import { clientEvents, post, rng, useRelayHarness } from '../harness/relay-harness';
 
 // Round 9: connectSse's drain after a terminal event (34c0db6). Completion is at once; the body is
 // read and dropped so the keep-alive socket returns to the pool; a response still open after 1 s is

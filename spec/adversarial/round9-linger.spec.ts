@@ -3,7 +3,7 @@ import { createLogger } from '../../src/gateway/logger';
 import { startGateway, type RunningGateway } from '../../src/gateway/server';
 import { CaptureTransport } from '../gateway/helpers';
 import { RawClient, sleep, waitFor } from '../helpers/net';
-import { scriptedUpstream, type ScriptedUpstream } from './round3-harness';
+import { scriptedUpstream, type ScriptedUpstream } from '../harness/relay-harness';
 
 // Round 9 (found while polling /debug/streams): a client that stops reading is bounded by the stall
 // timeout only while its stream runs. When the stream ends for another reason while the socket is

@@ -1,6 +1,6 @@
 import { hasAsciiEscape } from '../../src/upstream/providers/wire';
 import { waitFor } from '../helpers/net';
-import { clientEvents, cutAt, oaChunk, paced, post, rng, useRelayHarness, type RelayHarness, type Step } from './round3-harness';
+import { clientEvents, cutAt, oaChunk, paced, post, rng, useRelayHarness, type RelayHarness, type Step } from '../harness/relay-harness';
 
 // Round 9: the byte relay's `needsDecode` scans (openai/anthropic, `hasAsciiEscape` from 8f68e1c)
 // against the event relay on the same upstream bytes: the client's events, the logged outcome and

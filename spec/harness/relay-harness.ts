@@ -1,3 +1,8 @@
+/**
+ * Shared helpers for relay specs over real sockets: a scripted upstream (one script of steps per
+ * request), a gateway in front of it with captured logs, a WHATWG-like client parse of what the
+ * gateway sent, seeded randomness and a sampler of the buffered-bytes gauge.
+ */
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import http from 'node:http';
 import type net from 'node:net';
