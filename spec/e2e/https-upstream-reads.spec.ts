@@ -1,5 +1,5 @@
 /**
- * Round 5: an https upstream under the byte relay. TLS sockets do not read through the
+ * An https upstream under the byte relay. TLS sockets do not read through the
  * gateway's `onread` (the https agent leaves it alone), so their reads are not sized to the
  * budget: `readsSized()` must say so, or the ReadGate keeps no room for what the reader takes
  * in unasked (relay.ts UNSIZED_READER_BYTES).
@@ -18,7 +18,7 @@ import { CERT, KEY } from '../harness/tls-fixture';
 const EVENT = `data: ${'t'.repeat(1000 - 8)}\n\n`;
 const COUNT = 8000; // 8 MB
 
-describe('round 5: https upstream and sized reads', () => {
+describe('https upstream and sized reads', () => {
   let server: https.Server;
   let url: string;
   // The upstream agent trusts the test's certificate (agent options override the request's).
@@ -48,12 +48,9 @@ describe('round 5: https upstream and sized reads', () => {
     await new Promise((r) => server.close(r));
   });
 
-  // Was a bug, now fixed (round 5): readsSized() is true for an https body although TLS reads are not sized
-  // (UpstreamRequest.readBytes: "plain HTTP only; TLS sockets read as Node does";
-  // UpstreamStream.readsSized: false when "a TLS socket reads as Node does"). Cause:
-  // request.ts attach() sets socket[kReadCall] on the TLSSocket too and readsSized() only checks
-  // readBytes, completeness, content-encoding and kReadCall. Fix: set kReadCall / answer true
-  // only for sockets created by the http agent (not `socket.encrypted`).
+  // TLS reads are not sized (UpstreamRequest.readBytes: "plain HTTP only; TLS sockets read as
+  // Node does"; UpstreamStream.readsSized: false when "a TLS socket reads as Node does"): only
+  // sockets of the http agent get a sized read call, never a TLSSocket (`socket.encrypted`).
   it('readsSized() is false for an https upstream (TLS reads are not sized by readBytes)', async () => {
     let stream: UpstreamStream | undefined;
     try {
@@ -79,11 +76,10 @@ describe('round 5: https upstream and sized reads', () => {
       await gw.close();
     });
 
-    // Was a bug, now fixed (round 5): ends with ERR_TIDEGATE_OVERFLOW (outcome overflow) although pause never
-    // overflows: the gate treats the TLS reader as sized (readsSized() above) and keeps no room
-    // for the unsized TLS reads. Checked: with readsSized() false for TLS the stream then hangs
-    // instead (the ReadGate wait described in round5-reads.spec.ts, gzip at 48 KiB). At 30 KiB it
-    // still overflows at the first frame once both are fixed: see the /gzmin case there.
+    // overflow: pause never overflows: the gate keeps room for the unsized TLS reads
+    // (readsSized() false above) instead of ending with ERR_TIDEGATE_OVERFLOW, and does not wait
+    // for room forever either (the ReadGate wait in spec/gateway/byte-relay-sized-reads.spec.ts,
+    // gzip at 48 KiB; the smallest budget is its /gzmin case).
     it.each([
       ['/tls', 48 * 1024],
       ['/tls-min', 30 * 1024],

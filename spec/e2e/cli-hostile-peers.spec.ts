@@ -92,12 +92,10 @@ describe('tidegate CLI against clients that leave', () => {
     await waitFor(() => aborted('/fast') === before + 1, 1500);
   });
 
-  // Regression (src/express/bridge.ts, finish 'stalled'): the stall cut used res.destroy(), a
-  // graceful close: with a full send queue the kernel kept the orphaned socket in FIN-WAIT-1
-  // holding every queued byte (measured: 3.9 MB Send-Q per stream, for minutes), and the peer
-  // never learned the stream ended. Now the error event and a FIN go first and, if the peer still
-  // reads nothing for another stall timeout (1.5 s here), an abortive close (RST) discards the
-  // send queue.
+  // The stall cut sends the error event and a FIN first; if the peer still reads nothing for
+  // another stall timeout (1.5 s here), an abortive close (RST) discards the send queue. A
+  // graceful close alone leaves the orphaned socket in FIN-WAIT-1 holding every queued byte
+  // (3.9 MB Send-Q per stream, for minutes), and the peer never learns the stream ended.
   it('a client that reads nothing is cut after the stall timeout with a reset, freeing the kernel send queue', async () => {
     const before = aborted('/fast');
     const c = await open('/fast');
@@ -146,11 +144,9 @@ describe('tidegate CLI against a hostile upstream', () => {
     expect(body).toMatch(/ERR_TIDEGATE_SSE_LIMIT/);
   });
 
-  // BUG (src/upstream/request.ts, node-fetch called with compress: false): an upstream that
-  // gzips despite Accept-Encoding: identity has its compressed bytes fed to the SSE parser; the
-  // client gets 200, zero events and a clean end, logged as outcome "completed". Fix: compress:
-  // true (node-fetch keeps our explicit identity header and gunzips with Z_SYNC_FLUSH), or refuse
-  // a non-identity Content-Encoding with a 502.
+  // An upstream that gzips despite Accept-Encoding: identity: the body is inflated before the SSE
+  // parser (node-fetch keeps the explicit identity header and gunzips with Z_SYNC_FLUSH), so the
+  // client never gets 200, zero events and a clean end logged as outcome "completed".
   it('a gzip-encoded event stream is decoded, not relayed as an empty successful stream', async () => {
     const c = await open('/gzip');
     c.readAll();
@@ -212,9 +208,8 @@ describe('tidegate CLI with hostile requests', () => {
     expect(typeof json.error?.message).toBe('string');
   });
 
-  // BUG (src/gateway/relay.ts, relay(): `json` is undefined for a non-object body and the
-  // request is then forwarded with NO body): a JSON array sent to an OpenAI route reaches the
-  // upstream as an empty POST instead of being refused with 400 at the gateway.
+  // A body that is JSON but not an object is refused at the gateway with 400; it is never
+  // forwarded to the upstream as a POST without a body.
   it('a JSON array body on an OpenAI route is refused with 400 without contacting the upstream', async () => {
     const before = up.requests.get('/v1/chat/completions') ?? 0;
     const res = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '[1,2]' });

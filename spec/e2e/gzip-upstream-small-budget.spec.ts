@@ -1,6 +1,6 @@
 /**
- * Round 6: a gzip upstream at a budget below ~66 KiB relays events with demand in bytes
- * (8f47e69: smallEventBytes, maxElementBytes). Events up to the cap pass byte-exact, an event
+ * A gzip upstream at a budget below ~66 KiB relays events with demand in bytes
+ * (smallEventBytes, maxElementBytes). Events up to the cap pass byte-exact, an event
  * above it is ERR_TIDEGATE_SSE_LIMIT after every whole event before it, a paused client stays
  * within the budget, the OpenAI route too.
  */
@@ -24,7 +24,7 @@ function gzipScript(up: ScriptedUpstream, name: string, plain: string): void {
   });
 }
 
-describe('round 6: gzip upstream at a small budget relays events with demand in bytes', () => {
+describe('gzip upstream at a small budget relays events with demand in bytes', () => {
   const h = useRelayHarness((url) => {
     const routes = [route('/cap'), route('/cap-paused'), route('/over'), route('/lines'), route('/lines-fast'), route('/b48', 48 * KIB), { path: '/v1/chat/completions', provider: 'openai', url: `${url}/oa`, policy: { maxBufferedBytes: MIN, overflow: 'pause', stallTimeoutMs: 0 } }];
     return routes;
@@ -76,14 +76,12 @@ describe('round 6: gzip upstream at a small budget relays events with demand in 
     expect(body.slice(ok.length * 20)).toMatch(/^event: error\n/);
   });
 
-  // Was a bug, now fixed (the bridge refuses an element over maxElementBytes as an SSE limit): the parser's maxEventBytes counts DATA bytes (lines joined by LF), but the re-encoded wire
+  // The parser's maxEventBytes counts DATA bytes (lines joined by LF), but the re-encoded wire
   // frame adds `data: ` and LF per line. An event of many short data lines, within the cap by the
   // parser's count (4096 lines of 'a': 8191 data bytes, 28 KiB upstream, 32 KiB re-encoded), is
-  // bigger than maxElementBytes (smallEventBytes + WIRE_MARGIN_BYTES = 8256, relay.ts "at most its
-  // upstream size and a few bytes" — not so: `data:a` upstream becomes `data: a`) and bigger than
-  // the budget: the stream ends with ERR_TIDEGATE_OVERFLOW (or another outcome than completed /
-  // SSE limit). Fix: bound the re-encoded size (e.g. maxEventBytes = smallEventBytes / 8 for
-  // worst-case lines, or have sseDecode count raw event bytes, or call it an SSE limit).
+  // bigger than maxElementBytes (smallEventBytes + WIRE_MARGIN_BYTES = 8256: `data:a` upstream
+  // becomes `data: a`) and bigger than the budget. The bridge refuses such an element as an SSE
+  // limit; the stream never ends with ERR_TIDEGATE_OVERFLOW.
   it.each([
     ['/lines', 'data:a\n', 4096, 800],
     ['/lines-fast', 'data\n', 4000, 0],

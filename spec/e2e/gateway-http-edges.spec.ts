@@ -54,7 +54,7 @@ function post(path: string, body: string, extra = ''): string {
   return `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extra}\r\n${body}`;
 }
 
-describe('round2 adversarial: gateway sockets', () => {
+describe('gateway over raw HTTP/1.1 sockets', () => {
   it('answers two pipelined streaming requests on one socket, in order, both complete', async () => {
     const text = await raw(t.gateway.port, [post('/v1/chat/completions', BODY) + post('/v1/chat/completions', BODY)], (s) => s.split('data: [DONE]').length === 3);
     expect(text.split('HTTP/1.1 200').length).toBe(3);
@@ -99,7 +99,7 @@ describe('round2 adversarial: gateway sockets', () => {
   });
 });
 
-describe('round2 adversarial: Anthropic route with the official SDK', () => {
+describe('Anthropic route with the official SDK', () => {
   it('delivers the whole text to a slow SDK reader under pause backpressure', async () => {
     const stream = await anthropic.messages.create({ model: 'sim-zh', max_tokens: 1024, stream: true, messages: [{ role: 'user', content: 'hi' }] });
     let text = '';

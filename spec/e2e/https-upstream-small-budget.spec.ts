@@ -1,6 +1,6 @@
 /**
- * Round 6: an https upstream (reads not sized) at the smallest byte-relay budget relays events with
- * demand in bytes (8f47e69): cap-sized events within the budget while paused; many short data lines.
+ * An https upstream (reads not sized) at the smallest byte-relay budget relays events with
+ * demand in bytes: cap-sized events within the budget while paused; many short data lines.
  */
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -17,7 +17,7 @@ const KIB = 1024;
 const MIN = 30 * KIB;
 const CAP = MIN - 16 * KIB - 6 * KIB;
 
-describe('round 6: https upstream at a small budget', () => {
+describe('https upstream at a small budget', () => {
   let server: https.Server;
   let url: string;
   let body = '';
@@ -81,9 +81,10 @@ describe('round 6: https upstream at a small budget', () => {
     expect(line.peakBufferedBytes as number).toBeLessThanOrEqual(MIN);
   });
 
-  // Was a bug, now fixed (as round6-gzip-small /lines): an event of 4096 one-byte data lines (8191 data bytes, within
-  // the parser's maxEventBytes = smallEventBytes) re-encodes to 32 KiB, over maxElementBytes and the
-  // budget: the paused stream ends with ERR_TIDEGATE_OVERFLOW.
+  // As the /lines case of spec/e2e/gzip-upstream-small-budget.spec.ts: an event of 4096 one-byte
+  // data lines (8191 data bytes, within the parser's maxEventBytes = smallEventBytes) re-encodes to
+  // 32 KiB, over maxElementBytes and the budget; the paused stream must not end with
+  // ERR_TIDEGATE_OVERFLOW.
   it('an event of many short data lines within maxEventBytes is not an overflow', async () => {
     const ok = `data: ${'o'.repeat(1000)}\n\n`;
     body = ok.repeat(3) + 'data:a\n'.repeat(4096) + '\n' + ok.repeat(3);

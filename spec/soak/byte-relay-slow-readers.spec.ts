@@ -1,6 +1,6 @@
 /**
- * Adversarial round 8: hunt a byte-relay hang under slow readers that turn fast (bench S1's
- * final drain, where 27 of 100 slow OpenAI-route streams got no byte for 1 s).
+ * Hunts a byte-relay hang under slow readers that turn fast (the final drain of bench scenario
+ * S1, where a stream getting no byte for a second looks like a hang).
  *
  * Each scenario starts a gateway (`stallTimeoutMs: 0`, `debug.streams`) with a passthrough and an
  * OpenAI route in front of an upstream writing OpenAI chunk events (CJK/emoji content) in bursts
@@ -17,20 +17,15 @@
  * snapshot. The last test swallows 'drain' on purpose to show the detector catches a missed
  * wake-up (snapshot: socketFull, writableLength 0).
  *
- * Tried, no hang found (2026-11-30, Node 20, 2 CPUs shared with other jobs): the 8 scenarios
- * below with their seeds and with seeds 11, 12, 21-26, 31-33, 41-43, 51-53, 61-63 (up to 60 streams, 8-20 MB
- * per stream, up to 6 jest processes at once so the gateway, the upstream and the clients
- * starved each other), bench mode with 150 streams and the S1-like scenario with 120: budgets 32, 40, 64 and 256 KiB; events 101 B..20 KiB (odd sizes);
- * bursts 1..5000 events per tick and bench-rate 10,000 events/s; gzip upstream (unsized reads:
- * byte relay on 256 KiB, event relay with demand in bytes on 64 KiB); heartbeats off and 50 ms;
- * read buffers 512 B..64 KiB; fast readers that stop again for up to 500 ms. Every stream
- * completed; the gate was seen holding only while the bridge's socket was full (its 'drain'
- * pokes it), never beside an idle bridge.
+ * The scenarios cover budgets of 32, 40, 64 and 256 KiB; events of 101 B..20 KiB (odd sizes);
+ * bursts of 1..5000 events per tick and a bench rate of 10,000 events/s; a gzip upstream
+ * (unsized reads); heartbeats off and at 50 ms; fast readers that stop again for a moment.
  *
- * This file: about 42 s alone, under 57 s with 5 copies running at once (all passed).
+ * This file: about 42 s alone, under 57 s with 5 copies running at once.
  *
- * Replay/widen: R8_SCENARIO=<name prefix>, R8_SEED, R8_STREAMS, R8_TOTAL (bytes per stream),
- * R8_VERBOSE=1 (per-scenario outcomes, gate states seen, bytes per client).
+ * Replay/widen: SLOW_READERS_SCENARIO=<name prefix>, SLOW_READERS_SEED, SLOW_READERS_STREAMS,
+ * SLOW_READERS_TOTAL (bytes per stream), SLOW_READERS_VERBOSE=1 (per-scenario outcomes, gate
+ * states seen, bytes per client).
  */
 import http from 'node:http';
 import net from 'node:net';
@@ -45,10 +40,10 @@ import { rng } from '../harness/relay-harness';
 
 const HANG_MS = 3000;
 const TEXT = Array.from('流式传输的背压🌊不会丢字节テスト😀한국어 데이터🚀emoji✨漢字と絵文字🎉');
-const CHUNK_HEAD = '{"id":"chatcmpl-r8","object":"chat.completion.chunk","created":1700000000,"model":"r8","choices":[{"index":0,"delta":{"content":';
+const CHUNK_HEAD = '{"id":"chatcmpl-soak","object":"chat.completion.chunk","created":1700000000,"model":"soak","choices":[{"index":0,"delta":{"content":';
 const CHUNK_TAIL = '},"finish_reason":null}]}';
 const FINAL = Buffer.from(
-  'data: {"id":"chatcmpl-r8","object":"chat.completion.chunk","created":1700000000,"model":"r8","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n',
+  'data: {"id":"chatcmpl-soak","object":"chat.completion.chunk","created":1700000000,"model":"soak","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n',
 );
 
 
@@ -204,7 +199,7 @@ class Reader {
     this.sock.on('error', () => undefined);
     this.sock.on('end', () => (this.ended = true));
     this.sock.on('close', () => (this.ended = true));
-    const body = JSON.stringify({ model: 'r8', stream: true, messages: [{ role: 'user', content: 'hi' }] });
+    const body = JSON.stringify({ model: 'soak', stream: true, messages: [{ role: 'user', content: 'hi' }] });
     this.sock.write(`POST ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
   }
 
@@ -429,7 +424,7 @@ async function runScenario(s: Scenario): Promise<{ hangs: HangReport[]; unfinish
       outcomes[k] = (outcomes[k] ?? 0) + 1;
     }
     const completed = readers.filter((r) => r.tail.includes('data: [DONE]') || r.tail.includes('0\r\n\r\n')).length;
-    if (process.env.R8_VERBOSE !== undefined) {
+    if (process.env.SLOW_READERS_VERBOSE !== undefined) {
       console.log(s.name, { fastMs: Date.now() - t0, gateStats, outcomes, unfinished, completed, bytes: readers.map((r) => r.bytes).join(','), heads: [...new Set(readers.map((r) => r.tail.slice(-20)))].slice(0, 5) });
     }
     return { hangs, unfinished, completed, outcomes };
@@ -587,15 +582,15 @@ const scenarios: Scenario[] = [
   },
 ];
 
-const only = process.env.R8_SCENARIO;
-const seedOverride = process.env.R8_SEED === undefined ? undefined : Number(process.env.R8_SEED);
+const only = process.env.SLOW_READERS_SCENARIO;
+const seedOverride = process.env.SLOW_READERS_SEED === undefined ? undefined : Number(process.env.SLOW_READERS_SEED);
 
 describe('byte relay under slow readers that turn fast', () => {
   jest.setTimeout(58_000);
   for (const base of scenarios) {
     let s = seedOverride === undefined ? base : { ...base, seed: seedOverride };
-    if (process.env.R8_TOTAL !== undefined) s = { ...s, up: { ...s.up, totalBytes: Number(process.env.R8_TOTAL) } };
-    if (process.env.R8_STREAMS !== undefined) s = { ...s, streams: Number(process.env.R8_STREAMS) };
+    if (process.env.SLOW_READERS_TOTAL !== undefined) s = { ...s, up: { ...s.up, totalBytes: Number(process.env.SLOW_READERS_TOTAL) } };
+    if (process.env.SLOW_READERS_STREAMS !== undefined) s = { ...s, streams: Number(process.env.SLOW_READERS_STREAMS) };
     const run = only === undefined || base.name.startsWith(only) ? it : it.skip;
     run(`every stream keeps moving once its client reads fast: ${s.name}`, async () => {
       const { hangs, unfinished, outcomes } = await runScenario(s);
@@ -622,7 +617,7 @@ describe('byte relay under slow readers that turn fast', () => {
       swallowDrain: true,
     });
     expect(hangs.length).toBeGreaterThan(0);
-    if (process.env.R8_VERBOSE !== undefined) console.log(describeHangs(hangs));
+    if (process.env.SLOW_READERS_VERBOSE !== undefined) console.log(describeHangs(hangs));
     const snap = hangs[0]?.snapshot as StreamSnapshot;
     expect(snap.bridge?.socketFull).toBe(true);
     expect(snap.bridge?.writableLength).toBe(0);

@@ -2,7 +2,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { SIM_HEADERS, startTestGateway, type TestGateway } from '../gateway/helpers';
 
-// Round 3: the official SDKs read the same thing through relay: bytes as through relay: events,
+// The official SDKs read the same thing through relay: bytes as through relay: events,
 // for a clean stream and for every fault the simulator can inject mid-stream.
 
 let t: TestGateway;
@@ -74,7 +74,7 @@ function sameOutcome(bytes: Outcome, events: Outcome, fault: string): void {
   expect(long.startsWith(short)).toBe(true);
 }
 
-describe('round 3: official SDKs through relay: bytes and relay: events', () => {
+describe('official SDKs through relay: bytes and relay: events', () => {
   it.each(['none', 'error-midstream', 'truncate', 'reset'])('openai SDK, fault %s: same text, usage and error on both relays', async (fault) => {
     const bytes = await viaOpenAI('bytes', fault);
     const events = await viaOpenAI('events', fault);

@@ -1,4 +1,4 @@
-/** Round 4: the CLI's one-line start errors, and packing from a fresh clone (prepare builds dist/). */
+/** The CLI's one-line start errors, and packing from a fresh clone (prepare builds dist/). */
 // Needs dist/ (npm run build) for the CLI specs.
 import { execFile, execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
@@ -17,7 +17,7 @@ function runCli(args: string[]): Promise<{ code: number | null; stdout: string; 
   });
 }
 
-describe('tidegate CLI start errors (round 4)', () => {
+describe('tidegate CLI start errors', () => {
   let busy: net.Server;
   afterEach(async () => {
     await new Promise<void>((r) => (busy ? busy.close(() => r()) : r()));
@@ -41,7 +41,7 @@ describe('tidegate CLI start errors (round 4)', () => {
   });
 });
 
-describe('npm pack from a fresh clone (round 4)', () => {
+describe('npm pack from a fresh clone', () => {
   let dir: string | undefined;
   afterAll(() => {
     if (dir) rmSync(dir, { recursive: true, force: true });
