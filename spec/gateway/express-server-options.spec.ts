@@ -1,5 +1,5 @@
 /**
- * Round 6: `expressServerOptions(app)` (src/gateway/server.ts) — requests and responses born from
+ * `expressServerOptions(app)` (src/gateway/server.ts) — requests and responses born from
  * subclasses carrying the app's prototypes. Every Express feature must behave as on a plain
  * `http.createServer(app)`, on the gateway's own server and on an app of one's own.
  */
@@ -35,7 +35,7 @@ function get(agent: http.Agent, url: string, options: { method?: string; headers
   });
 }
 
-describe('round 6: expressServerOptions on the gateway server', () => {
+describe('expressServerOptions on the gateway server', () => {
   let a: RunningGateway;
   let b: RunningGateway;
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
@@ -110,7 +110,7 @@ describe('round 6: expressServerOptions on the gateway server', () => {
   });
 });
 
-describe('round 6: expressServerOptions on an app of its own', () => {
+describe('expressServerOptions on an app of its own', () => {
   let server: http.Server | undefined;
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   let dir: string;
@@ -187,12 +187,9 @@ describe('round 6: expressServerOptions on an app of its own', () => {
   });
 
   // A sub-app mounted before the call keeps the parent's OLD request/response as its prototypes
-  // (Express's 'mount' handler does setPrototypeOf(sub.request, parent.request) at mount time), so
-  // extensions the parent gets after expressServerOptions() (on the new app.request) are not seen
-  // inside the sub-app, as they are with plain http.createServer(app). Low impact today:
-  // expressServerOptions is not exported from the package and the gateway app mounts only a Router
-  // (playground), but the docstring says "call it once per app" without this caveat. Fix: re-parent
-  // mounted sub-apps (setPrototypeOf(sub.request, Born.prototype) where it was the old proto), or say so.
+  // (Express's 'mount' handler does setPrototypeOf(sub.request, parent.request) at mount time).
+  // Extensions the parent gets after expressServerOptions() (on the new app.request) must still be
+  // seen inside the sub-app, as they are with plain http.createServer(app).
   it('a sub-app mounted before the call sees the parent app.request extensions made after it', async () => {
     const app = express();
     const sub = express();

@@ -84,7 +84,7 @@ function numbered(total: number, perConn: number, partial: boolean): Behaviour {
   };
 }
 
-describe('round2 adversarial: resumable passthrough under repeated upstream drops', () => {
+describe('resumable passthrough under repeated upstream drops', () => {
   it('delivers every event exactly once across 10 drops, each mid-event', async () => {
     const url = await setup(numbered(30, 3, true));
     const text = await readSlowly(url, 0);

@@ -1,5 +1,5 @@
 /**
- * Round 6: BufferOverflowError#status = 503 (729074c). An overflow before the first byte answers
+ * BufferOverflowError#status = 503. An overflow before the first byte answers
  * HTTP 503 in each route's error shape; after the headers it is still an in-stream error event.
  */
 
@@ -25,7 +25,7 @@ const anthropicEvents = [
   'event: message_stop\ndata: {"type":"message_stop"}\n\n',
 ];
 
-describe('round 6: an overflow before the headers is HTTP 503', () => {
+describe('an overflow before the headers is HTTP 503', () => {
   let up: ScriptedUpstream;
   let gw: RunningGateway;
   let logs: CaptureTransport;
@@ -85,13 +85,10 @@ describe('round 6: an overflow before the headers is HTTP 503', () => {
     expect(JSON.parse(r.body.toString())).toMatchObject({ type: 'error', error: { type: 'overloaded_error', code: 'ERR_TIDEGATE_OVERFLOW' } });
   });
 
-  // Was a bug, now fixed (the relay aborts the upstream call when the stream ends; found here): a policy that answers without subscribing to `events` (here a
-  // flow that errors at subscription) leaves the upstream call open: the gateway logged the stream,
-  // answered 503, but the upstream response is never aborted (it runs until the upstream ends it,
-  // 20 s here). Cause: relay()'s finally (src/gateway/relay.ts) clears timers and listeners but
-  // never aborts `upstreamAbort` / releases the upstream call; only the body's subscriber
-  // (BodySubscriber.cancel/onError/onComplete in request.ts) releases it, and nobody subscribed.
-  // Fix: abortAll() (or upstream.release) in the finally once handle.done settled.
+  // A policy that answers without subscribing to `events` (here a flow that errors at
+  // subscription) must not leave the upstream call open until the upstream ends it (20 s here):
+  // the relay aborts the upstream call when the stream ends, whether or not a body subscriber
+  // (BodySubscriber in request.ts) ever released it.
   it('passthrough route: 503 with {error:{code}}, and the upstream call it never read is released', async () => {
     const aborted = up.aborted;
     const r = await post(`${gw.url}/pt0`);
@@ -118,7 +115,7 @@ describe('round 6: an overflow before the headers is HTTP 503', () => {
   });
 });
 
-describe('round 6: sse() and an overflow', () => {
+describe('sse() and an overflow', () => {
   let close: (() => Promise<void>) | undefined;
   afterEach(async () => close?.());
 

@@ -1,5 +1,5 @@
 /**
- * Round 5: the lazy idle deadline (0615326) on real sockets: it fires after the upstream's
+ * The lazy idle deadline on real sockets: it fires after the upstream's
  * silence while demand is outstanding, never while a paused client leaves no demand, and no
  * timer outlives the stream.
  */
@@ -33,7 +33,7 @@ afterAll(() => {
 const EVENT = `data: ${'i'.repeat(1000 - 8)}\n\n`;
 const BIG_CHUNK = EVENT.repeat(256); // 256 KB
 
-describe('round 5: lazy idle timeout on real sockets', () => {
+describe('lazy idle timeout on real sockets', () => {
   let up: ScriptedUpstream;
   let gw: RunningGateway;
   let logs: CaptureTransport;

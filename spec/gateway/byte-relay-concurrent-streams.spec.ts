@@ -1,7 +1,7 @@
 /**
- * Round 7, end to end: the byte relay with all four de80728 changes on the path at once (sized
- * upstream reads from one shared buffer, the adapter's per-stream parser, the bridge's batch
- * created per tick). Ten concurrent streams with different budgets (so different read sizes),
+ * The byte relay end to end with sized upstream reads from one shared buffer, the adapter's
+ * per-stream parser and the bridge's batch created per tick all on the path at once.
+ * Ten concurrent streams with different budgets (so different read sizes),
  * different bodies and different readers: every stream's bytes arrive exactly (sha256).
  */
 import crypto from 'node:crypto';
@@ -28,7 +28,7 @@ function body(i: number): Buffer {
   return Buffer.from(events.join(''));
 }
 
-describe('round 7: byte relay, ten concurrent streams, exact bytes', () => {
+describe('byte relay, ten concurrent streams, exact bytes', () => {
   const h = useRelayHarness((url) => {
     const routes = BUDGETS.map((b, i) => ({ path: `/r${i}`, provider: 'passthrough', url: `${url}/r${i}`, policy: { maxBufferedBytes: b, overflow: 'pause', stallTimeoutMs: 0, relay: 'bytes' } }));
     return routes;

@@ -2,7 +2,7 @@ import { hasAsciiEscape } from '../../src/upstream/providers/wire';
 import { waitFor } from '../helpers/net';
 import { clientEvents, cutAt, oaChunk, paced, post, rng, useRelayHarness, type RelayHarness, type Step } from '../harness/relay-harness';
 
-// Round 9: the byte relay's `needsDecode` scans (openai/anthropic, `hasAsciiEscape` from 8f68e1c)
+// The byte relay's `needsDecode` scans (openai/anthropic, `hasAsciiEscape`)
 // against the event relay on the same upstream bytes: the client's events, the logged outcome and
 // the logged usage must match.
 
@@ -56,10 +56,10 @@ const CASES: Case[] = [
     expected: { outcome: 'upstream_error' },
   },
   {
-    // BUG (fails): multi-line data: the event's data is `{"usage":\n{...}}`, valid JSON (RFC 8259 whitespace
-    // includes LF), so the event relay logs the usage. The byte relay's `hasUsageObject` skips
-    // only spaces and tabs after the colon, meets `\ndata: {` and answers "no usage": the frame is
-    // relayed unseen and the usage is lost.
+    // Multi-line data: the event's data is `{"usage":\n{...}}`, valid JSON (RFC 8259 whitespace
+    // includes LF), so the event relay logs the usage. The byte relay's `hasUsageObject` must skip
+    // the line break and `data: ` prefix after the colon too, or the frame is relayed unseen and
+    // the usage is lost.
     name: 'openai usage whose object starts on the next data line (multi-line data) is usage',
     provider: 'openai',
     steps: paced([ROLE + oaChunk('a'), 'data: {"id":"c1","choices":[],"usage":\ndata: {"prompt_tokens":7,"completion_tokens":8}}\n\n', DONE]),
@@ -108,7 +108,7 @@ async function throughBothRelays(h: RelayHarness, provider: string, script: stri
   return { b, e, bytes, events };
 }
 
-describe('round 9: needsDecode scans vs the event relay (usage, errors, terminators spelt with escapes or line breaks)', () => {
+describe('needsDecode scans vs the event relay (usage, errors, terminators spelt with escapes or line breaks)', () => {
   const h = useRelayHarness(bothRelays);
 
   it.each(CASES.map((c, i) => [c.name, i] as const))('%s', async (_name, i) => {
@@ -144,7 +144,7 @@ function escapeSome(json: string, word: string, rand: () => number): string {
   return json.split(`"${word}"`).join(`"${spelt.join('')}"`);
 }
 
-describe('round 9: random escapes of usage/error keys and random reads, byte relay vs event relay', () => {
+describe('random escapes of usage/error keys and random reads, byte relay vs event relay', () => {
   const h = useRelayHarness(bothRelays);
 
   it('30 seeded streams: same client events, outcome and usage on both relays', async () => {

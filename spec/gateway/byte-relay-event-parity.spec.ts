@@ -3,7 +3,7 @@ import type { CaptureTransport } from '../gateway/helpers';
 import { waitFor } from '../helpers/net';
 import { clientEvents, cutAt, oaChunk, paced, post, scriptedUpstream, testGateway, type ClientEvent, type ScriptedUpstream, type Step } from '../harness/relay-harness';
 
-// Round 3: relay: bytes must give a WHATWG client the same events (and the same end) as
+// relay: bytes must give a WHATWG client the same events (and the same end) as
 // relay: events, whatever the upstream's chunking, line ends and layout of its end frames.
 
 const CONTENT = ['Hel', 'lo', ' wor', 'ld'].map((t) => oaChunk(t)).join('');
@@ -139,7 +139,7 @@ const CASES: Case[] = [
   },
 ];
 
-describe('round 3: relay: bytes gives a client what relay: events gives it', () => {
+describe('relay: bytes gives a client what relay: events gives it', () => {
   let up: ScriptedUpstream;
   let gw: RunningGateway;
   let logs: CaptureTransport;

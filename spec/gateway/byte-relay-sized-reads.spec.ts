@@ -1,5 +1,5 @@
 /**
- * Round 5: the byte relay's upstream reads sized to the budget's free room (912009b, 4d706a8):
+ * The byte relay's upstream reads sized to the budget's free room:
  * every userland byte within `maxBufferedBytes` under `overflow: pause`, no hang, exact bytes out.
  */
 import type http from 'node:http';
@@ -12,7 +12,7 @@ const KIB = 1024;
 // Smallest budget with the byte relay on: client writableHighWaterMark 16 KiB + 6 KiB slack + 8 KiB room.
 const MIN_BYTES_BUDGET = 16 * KIB + 6 * KIB + 8 * KIB;
 
-describe('round 5: byte relay reads sized to the budget', () => {
+describe('byte relay reads sized to the budget', () => {
   const h = useRelayHarness(() => {
     const routes = [route('/gz', 64 * KIB), route('/min', MIN_BYTES_BUDGET), route('/utf', MIN_BYTES_BUDGET), route('/many', 40 * KIB), route('/b64', 64 * KIB), route('/gz48', 48 * KIB), route('/gzmin', MIN_BYTES_BUDGET), route('/mixed', 64 * KIB), route('/jerky', 64 * KIB), route('/huge', 64 * KIB), route('/huge-min', MIN_BYTES_BUDGET)];
     return routes;
@@ -35,26 +35,15 @@ describe('round 5: byte relay reads sized to the budget', () => {
     return { line: mine() as Record<string, unknown>, gauge, body: client.body() };
   }
 
-  // Was a bug, now fixed (round 5): at 48 KiB the gzip stream hangs for good after ~16 KB (client reading, bridge
-  // empty, 15 frames requested, reader holding ~22 KB, no error, no end). Cause: ReadGate.poke
-  // (relay.ts, "The bridge's bytes leave without a read: wait for them") returns while the
-  // bridge holds bytes, counting on the bridge to poke again; but the bridge calls onWritable
-  // only after an element, a flush or 'drain', and bytes leaving res.writableLength after a
-  // write() that returned true (no 'drain') call nothing. With unsized reads (gzip, and TLS once
-  // readsSized() says so) room = 6 KiB − bridge bytes, so any frame > 5 KiB still in the socket's
-  // buffer at the poke parks the stream. Fix: re-poke from the write's callback (or on the
-  // socket's next write completion) while the gate holds a request.
-  // Was a bug, now fixed (round 5, working tree after the fixes for the two bugs below): at the smallest
-  // byte-relay budget (30720) a gzip body ends the stream with ERR_TIDEGATE_OVERFLOW at its first
-  // frame ("exceeded by an element of 8000 bytes", 16 ms in, 136 B written, peak 22608), whatever
-  // the client does; https upstreams the same (round5-tls.spec.ts). Cause: byteRelayFrameBytes
-  // (relay.ts) turns the byte relay on by the room beside the socket's mark and READ_SLACK_BYTES
-  // only, but an unsized reader (zlib, TLS) takes h.up to UNSIZED_READER_BYTES (36 KiB) unasked:
-  // zlib's ~22 KB plus one frame exceed the budget and the bridge's onNext check overflows
-  // instead of waiting. Fix: require room for UNSIZED_READER_BYTES + a frame before relaying bytes
-  // from an unsized reader (https is known from the URL; content-encoding at the response, then
-  // fall back to events or cap maxEventBytes/maxFrameBytes to what is left), or let the byte relay's
-  // bridge hold an element that fits once the reader's bytes leave instead of overflowing.
+  // At 48 KiB a gzip stream (unsized reads: room = 6 KiB − bridge bytes) must not park after
+  // ~16 KB with the client reading, the bridge empty and the reader holding ~22 KB: bytes that
+  // leave res.writableLength after a write() that returned true (no 'drain') call nothing, so the
+  // ReadGate is poked again from the write's completion while it holds a request.
+  // At the smallest byte-relay budget (30720) a gzip body must not end with ERR_TIDEGATE_OVERFLOW
+  // at its first frame ("exceeded by an element of 8000 bytes"), whatever the client does (https
+  // upstreams the same: spec/e2e/https-upstream-reads.spec.ts): an unsized reader (zlib, TLS)
+  // takes up to UNSIZED_READER_BYTES (36 KiB) unasked, so the byte relay needs room for that plus
+  // a frame, or the stream falls back to relaying events.
   it.each([
     ['/gz', 64 * KIB],
     ['/gz48', 48 * KIB],
@@ -77,16 +66,12 @@ describe('round 5: byte relay reads sized to the budget', () => {
     expect(line.peakBufferedBytes as number).toBeLessThanOrEqual(budget);
   });
 
-  // Was a bug, now fixed (round 5): events h.up to the admitted size (budget − 16 KiB − 6 KiB: 8192 B here, 43008 B
-  // at 64 KiB) end a paused stream with ERR_TIDEGATE_OVERFLOW ("exceeded by an element of 8191
-  // bytes") after one event, and userland holds more than the budget (16188 + 24576 B read
-  // against 30720) while the logged peakBufferedBytes says 16196. Cause: the read after the one
-  // that carried the response head is sized by readBytes() (relay.ts `upstreamRequest.readBytes`)
-  // before `budget.attachExternal(upstream.bufferedBytes)` runs (only once openUpstreamStream()
-  // resolved, a few ticks later): budget.used is 0 although the reader already holds the first
-  // read's ~16 KiB body, so the second read takes the whole room. Checked: returning 0 from
-  // readBytes until the reader is attached makes these pass. Fix: count call.bufferedBytes() in
-  // the sizing from the start (e.g. attach before the await, or let request.ts subtract it).
+  // Events up to the admitted size (budget − 16 KiB − 6 KiB: 8192 B here, 43008 B at 64 KiB)
+  // must not end a paused stream with ERR_TIDEGATE_OVERFLOW ("exceeded by an element of 8191
+  // bytes"), nor may userland hold more than the budget (16188 + 24576 B read against 30720)
+  // while the logged peakBufferedBytes says less. The read after the one that carried the
+  // response head is sized by readBytes() while the reader already holds the first read's
+  // ~16 KiB of body: that sizing must count call.bufferedBytes() from the start.
   it.each([
     ['1000 B events', 1000],
     ['7000 B events', 7000],

@@ -1,5 +1,5 @@
 /**
- * Round 4: demand in bytes at the edges of the byte relay: budgets around the threshold where it
+ * Demand in bytes at the edges of the byte relay: budgets around the threshold where it
  * turns off (16 KiB socket + 36 KiB upstream side + 1 KiB framing slack + 1 KiB frame = 55296 B), events exactly at and
  * above the frame size with overflow: pause, the logged peak against the live gauge.
  */
@@ -21,7 +21,7 @@ const CASES: Array<[string, number, number]> = [
   ['64 KiB, 40000 B events (cannot fit beside the reserve)', 64 * 1024, 40_000],
 ];
 
-describe('round 4: byte relay demand at the edges', () => {
+describe('byte relay demand at the edges', () => {
   const h = useRelayHarness((url) => {
     const routes = CASES.map(([, budget], i) => ({ path: `/b${i}`, provider: 'passthrough', url: `${url}/pt`, policy: { maxBufferedBytes: budget, overflow: 'pause', stallTimeoutMs: 0 } }));
     routes.push({ path: '/exact', provider: 'passthrough', url: `${url}/pt`, policy: { maxBufferedBytes: THRESHOLD, overflow: 'pause', stallTimeoutMs: 0 } });
@@ -68,38 +68,24 @@ describe('round 4: byte relay demand at the edges', () => {
     expect(line.peakBufferedBytes as number).toBeGreaterThanOrEqual(gauge);
   });
 
-  // Regression (round 4, fixed by 1 KiB of framing slack in relay.ts byteRelayFrameBytes): at the
-  // smallest budget that turned the byte relay on (then 54272 B: 1 KiB frames), events of
-  // exactly one frame (1024 B) ended a paused stream with ERR_TIDEGATE_OVERFLOW after ~4 MB
-  // ("exceeded by an element of 1024 bytes"), although SendFlowOptions.maxElementBytes promises no
-  // pause overflow for elements of at most that size when budget ≥ reserve + writableHighWaterMark
-  // + maxElementBytes. Cause (likely): the forced one-element request when nothing is in flight
-  // (src/express/bridge.ts:376-377) is taken when the room is a few bytes short of a frame: the
-  // liveness bound (comment at bridge.ts:368-369, relay.ts:319) ignores the HTTP chunk framing that
-  // res.writableLength counts (hex size + 2 CRLF per write) and any upstream-side excess over
-  // UPSTREAM_SIDE_BYTES (reserve clamps at 0, relay.ts:210). Fix: leave slack in relay.ts:319
-  // (e.g. subtract 64 B of framing per frame and raise the threshold accordingly), and in the
-  // bridge wait for room (retry on 'drain'/next upstream read) instead of forcing a request that
-  // can only overflow when the element is within maxElementBytes.
+  // At the smallest budget that turns the byte relay on, events of exactly one frame (1024 B)
+  // must not end a paused stream with ERR_TIDEGATE_OVERFLOW ("exceeded by an element of 1024
+  // bytes"): SendFlowOptions.maxElementBytes promises no pause overflow for elements of at most
+  // that size when budget ≥ reserve + writableHighWaterMark + maxElementBytes. The bridge forces a
+  // one-element request when nothing is in flight; the 1 KiB of framing slack in
+  // byteRelayFrameBytes (relay.ts) covers the HTTP chunk framing res.writableLength counts (hex
+  // size + 2 CRLF per write), so that forced request never lands a few bytes short of a frame.
   it('events exactly one frame long never overflow a paused stream at the threshold budget', async () => {
     const { line, body, event, count } = await run('/exact', 1024);
     expect(line.outcome).toBe('completed');
     expect(body).toBe(event.repeat(count));
   });
 
-  // Regression (round 4, fixed by scope): below the threshold the gateway falls back to the event
-  // relay, whose budget now covers the chain and the bridge only (docs/gateway.md, "Sizing
-  // memory"); it used to count the upstream reader too, whose growth count-based demand cannot
-  // keep room for, so a paused stream's held bytes exceeded maxBufferedBytes with no ERR_TIDEGATE_OVERFLOW:
-  // peakBufferedBytes and tidegate_buffered_bytes 61–63 KB against a 54271 B budget (docs/gateway.md
-  // "Sizing memory": each stream's buffers are bounded by maxBufferedBytes). Same with
-  // `relay: events` at 64 KiB (see the next spec). Cause: in the event relay the upstream side
-  // (reader's high-water mark + one 16 KiB read, relay.ts:172/204) grows unasked, and the bridge
-  // checks the budget only when an element arrives, with no reserve (bridge.ts:229-231,
-  // reserve = 0 without maxElementBytes); count-based prefetch (16 events) fills the rest. Fix:
-  // pass reserveBytes (UPSTREAM_SIDE_BYTES − buffered) in the event relay too and check it in
-  // onNext, or count event demand in bytes with maxEventBytes' estimate; or reject (config) a
-  // budget below writableHighWaterMark + UPSTREAM_SIDE_BYTES + prefetch × a typical event.
+  // Below the threshold the gateway falls back to the event relay, whose budget covers the chain
+  // and the bridge only (docs/gateway.md, "Sizing memory"), not the upstream reader, whose growth
+  // count-based demand cannot keep room for. A paused stream's held bytes (peakBufferedBytes and
+  // tidegate_buffered_bytes) stay within maxBufferedBytes; the same holds for `relay: events` at
+  // 64 KiB (next spec).
   it('a paused event-relay stream (budget just below the byte-relay threshold) stays within its budget', async () => {
     const { line, gauge } = await run('/below', 1000);
     expect(gauge).toBeLessThanOrEqual(THRESHOLD - 1);

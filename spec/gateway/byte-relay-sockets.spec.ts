@@ -5,7 +5,7 @@ import type { CaptureTransport } from '../gateway/helpers';
 import { RawClient, waitFor } from '../helpers/net';
 import { clientEvents, post, rng, sampleBuffered, scriptedUpstream, sleep, SSE_HEAD, testGateway, type ScriptedUpstream, type Step } from '../harness/relay-harness';
 
-// Round 3: the byte relay and the shared-buffer upstream reader over real sockets.
+// The byte relay and the shared-buffer upstream reader over real sockets.
 
 const CHARS = ['a', 'b', ' ', 'é', '日', '本', '😀', '"', '\\', ':'];
 
@@ -60,7 +60,7 @@ function slowGet(url: string, seed: number, agent: http.Agent | false = false): 
   });
 }
 
-describe('round 3: byte relay over real sockets', () => {
+describe('byte relay over real sockets', () => {
   let up: ScriptedUpstream;
   let gw: RunningGateway;
   let logs: CaptureTransport;
@@ -97,14 +97,14 @@ describe('round 3: byte relay over real sockets', () => {
     return `?s=${name}`;
   };
 
-  it('40 concurrent streams, 3 rounds on keep-alive sockets, random chunking and pauses on both sides: every client gets its upstream bytes exactly', async () => {
+  it('40 concurrent streams, 3 passes over keep-alive sockets, random chunking and pauses on both sides: every client gets its upstream bytes exactly', async () => {
     const N = 40;
     const acceptedBefore = up.accepted;
-    for (let round = 0; round < 3; round++) {
+    for (let pass = 0; pass < 3; pass++) {
       const expected: Buffer[] = [];
       const runs: Promise<{ status: number; body: Buffer; complete: boolean }>[] = [];
       for (let i = 0; i < N; i++) {
-        const seed = round * 1000 + i + 1;
+        const seed = pass * 1000 + i + 1;
         const text = streamText(seed, 20_000 + ((seed * 7919) % 300_000));
         expected.push(text);
         const q = script(`int-${seed}`, () => randomSteps(seed, text));
@@ -121,11 +121,11 @@ describe('round 3: byte relay over real sockets', () => {
           const b = expected[i] as Buffer;
           let at = 0;
           while (at < a.length && a[at] === b[at]) at++;
-          throw new Error(`stream ${round}/${i}: ${a.length} bytes vs ${b.length} expected, first difference at ${at}: ${JSON.stringify(a.subarray(at, at + 40).toString())} vs ${JSON.stringify(b.subarray(at, at + 40).toString())}`);
+          throw new Error(`stream ${pass}/${i}: ${a.length} bytes vs ${b.length} expected, first difference at ${at}: ${JSON.stringify(a.subarray(at, at + 40).toString())} vs ${JSON.stringify(b.subarray(at, at + 40).toString())}`);
         }
       }
     }
-    // Keep-alive: later rounds reused upstream sockets rather than opening N new ones each.
+    // Keep-alive: later passes reused upstream sockets rather than opening N new ones each.
     expect(up.accepted - acceptedBefore).toBeLessThan(3 * N);
   });
 
@@ -267,10 +267,10 @@ describe('round 3: byte relay over real sockets', () => {
     expect(line.peakBufferedBytes as number).toBeLessThanOrEqual(64 * 1024);
   });
 
-  // Regression (found in round 3): while the client is not reading, the bridge is idle and the
-  // upstream side keeps filling (the IncomingMessage up to its high-water mark + one 16 KiB read,
-  // the sseFrames queue); the logged peak missed that until the relay observed the budget on every
-  // upstream read (UpstreamRequest.onRead).
+  // While the client is not reading, the bridge is idle and the upstream side keeps filling (the
+  // IncomingMessage up to its high-water mark + one 16 KiB read, the sseFrames queue); the logged
+  // peak counts that because the relay observes the budget on every upstream read
+  // (UpstreamRequest.onRead).
   it.each([
     ['1 KB events', 1_000],
     ['13 KB events', 13_000],

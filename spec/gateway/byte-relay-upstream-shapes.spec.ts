@@ -14,7 +14,7 @@ import { sampleBuffered, scriptedUpstream, SSE_HEAD, testGateway, type ScriptedU
 const KIB = 1024;
 const EVENT = `data: ${'r'.repeat(1000 - 8)}\n\n`;
 
-describe('round 5: upstream shapes under the byte relay', () => {
+describe('upstream shapes under the byte relay', () => {
   let up: ScriptedUpstream;
   let gw: RunningGateway;
   let logs: CaptureTransport;
@@ -47,18 +47,12 @@ describe('round 5: upstream shapes under the byte relay', () => {
     return mine() as Record<string, unknown>;
   }
 
-  // Was a bug, now fixed (round 5, at 95e59a4; shown by the next spec): the tidegate_buffered_bytes gauge was once
-  // seen at 72867 against 65536 here (not every run: the logged peak is sampled), and that count
-  // misses the reader's IncomingMessage (~9 KB). An unasked reader held 52744 B, over the
-  // ReadGate's UNSIZED_READER_BYTES (36 KiB). Cause: node-fetch
-  // follows the redirect with a ClientRequest of its own that the agent hook (request.ts
-  // hooked()/attach()) never sees: `incoming` stays undefined, so bodyIsResponse() is not applied
-  // (the body is node-fetch's PassThrough, 16 KiB on each side), kReadCall is not set (unsized
-  // 16 KiB reads), bufferedBytes() omits the IncomingMessage and its socket, and the ReadGate's
-  // UNSIZED_READER_BYTES (36 KiB) does not cover PassThrough + IncomingMessage + one read.
-  // Fix: attach every request the agent sees while a call is in flight (e.g. keep the call on
-  // the request's options/headers, or pass `redirect: 'manual'` and refuse a 3xx as an
-  // UpstreamHttpError), and count the PassThrough's sides if it stays.
+  // node-fetch follows a redirect with a ClientRequest of its own; the agent hook (request.ts
+  // hooked()/attach()) attaches every request it sees while a call is in flight, so the final
+  // response's reads are sized and bufferedBytes() counts its IncomingMessage and socket. Else
+  // the body is node-fetch's PassThrough (16 KiB on each side) read in unsized 16 KiB reads, an
+  // unasked reader holds over the ReadGate's UNSIZED_READER_BYTES (36 KiB), and the
+  // tidegate_buffered_bytes gauge goes over the budget (72867 against 65536; the next spec samples it).
   it('a redirected upstream (307): paused streams complete within the budget with every byte', async () => {
     const before = logs.streams().length;
     const many = await Promise.all(Array.from({ length: 4 }, () => RawClient.request(gw.port, '/redir')));

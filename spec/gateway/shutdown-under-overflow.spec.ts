@@ -50,7 +50,7 @@ afterAll(async () => {
   await new Promise<void>((r) => upstream.close(() => r()));
 });
 
-describe('round2 adversarial: overflow terminate + many stalled streams + shutdown', () => {
+describe('overflow terminate + many stalled streams + shutdown', () => {
   it('drains to zero: every stream ends once, every upstream is aborted, gauges return to 0, shutdown is bounded', async () => {
     for (let i = 0; i < STREAMS; i++) {
       const s = net.connect(gw.port, '127.0.0.1');
