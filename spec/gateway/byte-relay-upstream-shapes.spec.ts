@@ -1,6 +1,6 @@
 /**
- * Round 5: upstream shapes around the byte relay's sized reads: a redirected upstream (whose
- * final request the agent hook never sees) and a body whose chunked framing breaks mid-stream.
+ * Upstream shapes around the byte relay's sized reads: a redirected upstream (whose
+ * final request node-fetch makes on its own) and a body whose chunked framing breaks mid-stream.
  */
 import type http from 'node:http';
 import type net from 'node:net';

@@ -5,22 +5,18 @@ import { CaptureTransport } from '../gateway/helpers';
 import { RawClient, sleep, waitFor } from '../helpers/net';
 import { scriptedUpstream, type ScriptedUpstream } from '../harness/relay-harness';
 
-// Round 9 (found while polling /debug/streams): a client that stops reading is bounded by the stall
-// timeout only while its stream runs. When the stream ends for another reason while the socket is
-// full (ERR_TIDEGATE_OVERFLOW on the event relay, the route's total timeout on the byte relay), the stream is finished and
-// unlisted (activeStreams 0, /debug/streams empty), yet the gateway keeps the connection
-// ESTABLISHED with megabytes in the kernel's send queue (seen: 0x3FA800 = 4 MB in /proc/net/tcp
-// for 12 s and counting), without bound: nothing counts it, nothing resets it.
-// Likely cause: DemandBridge.finish() (src/express/bridge.ts) clears the stall timer, and only the
-// 'stalled' outcome lingers and resets (lingerAfterStall); other outcomes call endWith(), whose
-// res.end() waits behind the unsent bytes forever (keepAliveTimeout only starts after 'finish').
-// Expected here: the same bound as a stall cut: the connection is released within a few
-// stallTimeoutMs once the peer takes nothing.
+// A client that stops reading is bounded by the stall timeout while its stream runs. When the
+// stream ends for another reason while the socket is full (ERR_TIDEGATE_OVERFLOW on the event
+// relay, the route's total timeout on the byte relay), the stream is finished and unlisted
+// (activeStreams 0, /debug/streams empty), and res.end() would wait behind the unsent bytes
+// forever (keepAliveTimeout only starts after 'finish'), megabytes in the kernel's send queue
+// with nothing counting or resetting them. The bridge lingers as after a stall cut: the
+// connection is released within a few stallTimeoutMs once the peer takes nothing.
 
 const STALL_MS = 400;
 const BIG = `data: ${'b'.repeat(4000)}\n\n`;
 
-describe('round 9: a non-reading client after its stream ended behind a full socket', () => {
+describe('a non-reading client after its stream ended behind a full socket', () => {
   let up: ScriptedUpstream;
   let gw: RunningGateway;
   const clients: RawClient[] = [];

@@ -20,12 +20,10 @@ async function serve(app: express.Express): Promise<number> {
 }
 
 describe('sse() bridge with an element the encoder refuses', () => {
-  // BUG (src/express/bridge.ts, DemandBridge#onNext → toChunk → encodeSse): an element whose id
-  // or event contains CR/LF makes encodeSse throw (injection guard, correct), but the bridge does
-  // not catch it: the TypeError unwinds into the source's emission (for createFlow the drain
-  // loop stays wedged; from a timer or socket handler it is an uncaught exception that kills
-  // the process) and the response is never ended. Expected: catch it in onNext, cancel the
-  // upstream and end the stream with event: error.
+  // An element whose id or event contains CR/LF makes encodeSse throw (the injection guard). The
+  // bridge catches it in onNext, cancels the source and ends the stream with event: error: left
+  // to unwind into the source's emission, it would wedge createFlow's drain loop, or kill the
+  // process as an uncaught exception from a timer or socket handler, and never end the response.
   it('an id with a newline ends the stream with event: error instead of throwing into the source', async () => {
     let sink!: FlowSink<SseEventInit>;
     let thrown: unknown;
@@ -58,9 +56,9 @@ describe('sse() bridge with an element the encoder refuses', () => {
     expect(cancelled).toBe(true);
   });
 
-  // Same bug, sync path: with a synchronous source the bad element is pulled inside sendFlow()
-  // itself, which throws; under sse() that throw lands in the middleware's promise chain as an
-  // unhandled rejection (Node's default: the gateway process exits).
+  // The sync path: with a synchronous source the bad element is pulled inside sendFlow() itself;
+  // a throw there would land in sse()'s promise chain as an unhandled rejection (Node's default:
+  // the gateway process exits).
   it('sendFlow with a sync source emitting an event with CRLF does not throw and ends with event: error', async () => {
     let thrown: unknown;
     const app = express();

@@ -17,7 +17,7 @@ import {
 } from '../../src/flow';
 
 /**
- * Adversarial Flow specs in the style of the Reactive Streams TCK: invalid requests, requests
+ * Flow specs in the style of the Reactive Streams TCK: invalid requests, requests
  * after cancel, re-entrancy a million deep, throwing user callbacks, demand overflow, hostile
  * sizeOf functions, and timeouts racing cancel.
  */
@@ -157,7 +157,7 @@ describe('re-entrancy', () => {
   });
 });
 
-describe('a throwing observer callback (regression: it unwound into the source)', () => {
+describe('a throwing observer callback does not unwind into the source', () => {
   it('next throwing cancels the source and signals the exception to error', () => {
     const seen: number[] = [];
     const errors: unknown[] = [];
@@ -228,7 +228,7 @@ describe('a throwing observer callback (regression: it unwound into the source)'
     expect(errors.map((e) => (e as Error).message)).toEqual(['os']);
   });
 
-  it('createFlow: onCancel registered after an early cancel runs at once (regression: it never ran)', () => {
+  it('createFlow: onCancel registered after an early cancel runs at once', () => {
     let cancelled = 0;
     createFlow<number>((sink) => {
       sink.onCancel(() => cancelled++);
@@ -267,7 +267,7 @@ describe('lifted RxJS operators', () => {
     expect(errors[0]).toBeInstanceOf(TypeError);
   });
 
-  it('a request made inside onSubscribe reaches a sync source only once the operator listens (regression: all elements were lost)', () => {
+  it('a request made inside onSubscribe reaches a sync source only once the operator listens, losing no element', () => {
     const seen: unknown[] = [];
     let completed = false;
     fromIterable([1, 2, 3])

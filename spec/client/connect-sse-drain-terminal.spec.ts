@@ -5,7 +5,7 @@ import { sleep, waitFor } from '../helpers/net';
 import { isDone, pooledSockets, recordSignals, scriptedServers, sseHead, within } from '../client/helpers';
 import { clientEvents, post, rng, useRelayHarness } from '../harness/relay-harness';
 
-// Round 9: connectSse's drain after a terminal event (34c0db6). Completion is at once; the body is
+// connectSse's drain after a terminal event. Completion is at once; the body is
 // read and dropped so the keep-alive socket returns to the pool; a response still open after 1 s is
 // aborted. Nothing may be delivered or signalled after completion, and a pooled socket must never be
 // handed on half-read.
@@ -25,15 +25,15 @@ function keepAliveAgent(maxSockets = Infinity): http.Agent {
 
 
 
-/** Once the first session's socket is back in `agent`'s pool: a second session on it, run to its end. */
-async function nextSessionOnPooledSocket(url: string, agent: http.Agent): Promise<ReturnType<typeof recordSignals>> {
+/** Once the first stream's socket is back in `agent`'s pool: a second stream on it, run to its end. */
+async function nextStreamOnPooledSocket(url: string, agent: http.Agent): Promise<ReturnType<typeof recordSignals>> {
   await waitFor(() => pooledSockets(agent.freeSockets) === 1, 2000);
   const second = recordSignals(connectSse(url, { agent, isTerminal: isDone }));
   await within(second.done, 2000);
   return second;
 }
 
-describe('round 9: connectSse drain after a terminal event', () => {
+describe('connectSse drain after a terminal event', () => {
   it('an oversized line right after the terminal event in the same chunk: no SseLimitError, and the socket is still reused', async () => {
     const ports: Array<number | undefined> = [];
     const server = await serve((req, res) => {
@@ -63,7 +63,7 @@ describe('round 9: connectSse drain after a terminal event', () => {
     const agent = keepAliveAgent();
     const first = recordSignals(connectSse(server.url, { agent, isTerminal: isDone }));
     await within(first.done, 2000);
-    await nextSessionOnPooledSocket(server.url, agent);
+    await nextStreamOnPooledSocket(server.url, agent);
     expect(first.signals).toEqual(['next:[DONE]', 'complete']);
     expect(ports[1]).toBe(ports[0]);
   });
@@ -82,7 +82,7 @@ describe('round 9: connectSse drain after a terminal event', () => {
     const agent = keepAliveAgent();
     const first = recordSignals(connectSse(server.url, { agent, isTerminal: isDone }));
     await within(first.done, 2000);
-    await nextSessionOnPooledSocket(server.url, agent);
+    await nextStreamOnPooledSocket(server.url, agent);
     expect(first.signals).toEqual(['next:a', 'next:[DONE]', 'complete']);
     expect(ports[1]).toBe(ports[0]);
   });
@@ -104,7 +104,7 @@ describe('round 9: connectSse drain after a terminal event', () => {
     expect(first.signals).toEqual(['next:a']);
     first.request(1);
     await within(first.done, 2000);
-    await nextSessionOnPooledSocket(server.url, agent);
+    await nextStreamOnPooledSocket(server.url, agent);
     expect(first.signals).toEqual(['next:a', 'next:[DONE]', 'complete']);
     expect(ports[1]).toBe(ports[0]);
   });
@@ -122,12 +122,12 @@ describe('round 9: connectSse drain after a terminal event', () => {
     await sleep(150);
     first.request(1);
     await within(first.done, 2000);
-    await nextSessionOnPooledSocket(server.url, agent);
+    await nextStreamOnPooledSocket(server.url, agent);
     expect(first.signals).toEqual(['next:a', 'next:[DONE]', 'complete']);
     expect(ports[1]).toBe(ports[0]);
   });
 
-  it('a server that resets during the drain: no error, and the next session on the same agent gets a fresh, intact response', async () => {
+  it('a server that resets during the drain: no error, and the next stream on the same agent gets a fresh, intact response', async () => {
     const server = await serve((_req, res, index) => {
       sseHead(res);
       if (index === 0) {
@@ -164,7 +164,7 @@ describe('round 9: connectSse drain after a terminal event', () => {
     const agent = keepAliveAgent();
     const first = recordSignals(connectSse(server.url, { agent, isTerminal: isDone }));
     await within(first.done, 2000);
-    const second = await nextSessionOnPooledSocket(server.url, agent);
+    const second = await nextStreamOnPooledSocket(server.url, agent);
     expect(first.signals).toEqual(['next:a', 'next:[DONE]', 'complete']);
     expect(second.signals).toEqual(['next:a', 'next:[DONE]', 'complete']);
     expect(ports[1]).toBe(ports[0]);
@@ -234,7 +234,7 @@ describe('round 9: connectSse drain after a terminal event', () => {
     await waitFor(() => process.getActiveResourcesInfo().filter((r) => r === 'TCPSocketWrap').length <= baseline, 3000);
   });
 
-  it.each(['node-fetch', 'native fetch'])('40 sessions over one 4-socket keep-alive agent (%s), random tails after the terminal: every response intact', async (kind) => {
+  it.each(['node-fetch', 'native fetch'])('40 streams over one 4-socket keep-alive agent (%s), random tails after the terminal: every response intact', async (kind) => {
     const rand = rng(9);
     const plans = Array.from({ length: 40 }, (_, i) => ({
       events: Array.from({ length: 1 + Math.floor(rand() * 20) }, (_, k) => `s${i}-e${k}-${'p'.repeat(Math.floor(rand() * 3000))}`),
@@ -254,11 +254,11 @@ describe('round 9: connectSse drain after a terminal event', () => {
     const agent = keepAliveAgent(4);
     const opts = kind === 'native fetch' ? { fetch: globalThis.fetch as unknown as SseFetch } : { agent };
     const runs = plans.map((_, i) => recordSignals(connectSse(`${server.url}?i=${i}`, { ...opts, isTerminal: isDone })));
-    await within(Promise.all(runs.map((r) => r.done)), 15_000, '40 sessions');
+    await within(Promise.all(runs.map((r) => r.done)), 15_000, '40 streams');
     runs.forEach((r, i) => expect(r.signals).toEqual([...(plans[i]?.events ?? []).map((e) => `next:${e}`), 'next:[DONE]', 'complete']));
     if (kind === 'node-fetch') expect(server.openSockets()).toBeLessThanOrEqual(4);
   });
-  it('12 sessions over one 2-socket agent, every third one cut by the 1 s timer: the others reuse sockets, every response intact', async () => {
+  it('12 streams over one 2-socket agent, every third one cut by the 1 s timer: the others reuse sockets, every response intact', async () => {
     const server = await serve((req, res) => {
       const i = Number(new URL(req.url ?? '/', 'http://x').searchParams.get('i'));
       sseHead(res);
@@ -269,13 +269,13 @@ describe('round 9: connectSse drain after a terminal event', () => {
     });
     const agent = keepAliveAgent(2);
     const runs = Array.from({ length: 12 }, (_, i) => recordSignals(connectSse(`${server.url}?i=${i}`, { agent, isTerminal: isDone })));
-    await within(Promise.all(runs.map((r) => r.done)), 10_000, '12 sessions');
+    await within(Promise.all(runs.map((r) => r.done)), 10_000, '12 streams');
     runs.forEach((r, i) => expect(r.signals).toEqual([`next:s${i}`, 'next:[DONE]', 'complete']));
     await waitFor(() => pooledSockets(agent.sockets) === 0, 3000);
   });
 });
 
-describe('round 9: resumable gateway route with an upstream that never ends after the terminator', () => {
+describe('resumable gateway route with an upstream that never ends after the terminator', () => {
   const h = useRelayHarness((url) => [
     { path: '/res', provider: 'passthrough', url: `${url}/u`, forwardHeaders: ['x-script'], resumable: true, terminator: { data: 'bye' }, retry: { maxAttempts: 2 } },
   ]);
@@ -296,13 +296,11 @@ describe('round 9: resumable gateway route with an upstream that never ends afte
   });
 });
 
-describe('round 9: connectSse callbacks after the terminal event', () => {
-  // BUG (fails; also before 34c0db6, checked on 38038b2): sseDecode goes on parsing the rest of
-  // the chunk that held the terminal event (cancelling it, as finish() did before 34c0db6, does not
-  // stop the chunk in hand; since 34c0db6 the decoder is not even cancelled), and connect-sse.ts
-  // passes `onComment: this.options.onComment` unguarded (onLastEventId checks
-  // `gen === this.generation`): the user's onComment runs after `complete`. Fix: guard onComment
-  // (and onRetry) with the generation / `state !== 'done'`.
+describe('connectSse callbacks after the terminal event', () => {
+  // sseDecode goes on parsing the rest of the chunk that held the terminal event (the decoder is
+  // not cancelled, and cancelling would not stop the chunk in hand), so connect-sse.ts guards the
+  // user's onComment (and onRetry) with the generation, as it does onLastEventId: none of them
+  // runs after `complete`.
   it('calls onComment for no comment that follows the terminal event in the same chunk', async () => {
     const server = await serve((_req, res) => {
       sseHead(res);

@@ -1,6 +1,6 @@
 /**
- * Round 7: sized upstream reads reuse one view per KiB size of ONE shared buffer (`readView`,
- * src/upstream/request.ts, de80728), for every socket. Every byte must arrive intact and in order
+ * Sized upstream reads reuse one view per KiB size of ONE shared buffer (`readView`,
+ * src/upstream/request.ts), for every socket. Every byte must arrive intact and in order
  * on every stream, whatever each call's `readBytes` says, with reads of many sockets interleaved.
  */
 import crypto from 'node:crypto';
@@ -54,7 +54,7 @@ function trickle(res: http.ServerResponse, body: Buffer, seed: number): void {
   step();
 }
 
-describe('round 7: sized reads share one buffer across sockets', () => {
+describe('sized reads share one buffer across sockets', () => {
   let server: Server;
   const bodies = new Map<string, Buffer>();
   const subscriptions: Subscription[] = [];

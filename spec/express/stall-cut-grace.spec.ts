@@ -1,5 +1,5 @@
 /**
- * Round 4: the stall cut's grace (error event + FIN, reset after another stallTimeoutMs) and the
+ * The stall cut's grace (error event + FIN, reset after another stallTimeoutMs) and the
  * /proc/net/tcp send-queue reader, over real sockets on 127.0.0.1 / ::1.
  */
 import { readFileSync } from 'node:fs';
@@ -107,16 +107,11 @@ async function pausedClient(port: number, host = '127.0.0.1', localAddress?: str
   return { socket, data, closed: () => closed, error: () => error };
 }
 
-describe('stall cut grace (round 4)', () => {
-  // Regression (round 4, fixed): the grace timer resets a keep-alive connection that the client has already drained and
-  // reused. Cause: src/express/bridge.ts:489-495 arms `resetAndDestroy()` for stallTimeoutMs and
-  // clears it only on the socket's 'close'; a keep-alive socket (HTTP/1.1 without
-  // `Connection: close`, as every SDK agent sends) stays open after res.end(), so the reset
-  // fires into whatever request the client sent next on it. Fix: set `res.shouldKeepAlive =
-  // false` before `endWith` in the 'stalled' branch (a cut stream's connection is not reusable;
-  // Node then closes it after the response), and/or clear the timer when the socket's
-  // unacknowledged queue is empty (`res` 'finish' + kernelSendQueueBytes() === 0) or when the
-  // server sees a new request on the socket.
+describe('stall cut grace', () => {
+  // The grace timer must not reset a keep-alive connection that the client has already drained
+  // and reused: a keep-alive socket (HTTP/1.1 without `Connection: close`, as every SDK agent
+  // sends) stays open after res.end(), so a reset armed for stallTimeoutMs would fire into
+  // whatever request the client sent next on it. A cut stream's connection is not reusable.
   it('a drained keep-alive connection is not reset under its next request', async () => {
     const h = await harness();
     open.push(() => h.close());
@@ -137,17 +132,11 @@ describe('stall cut grace (round 4)', () => {
     expect(Buffer.concat(c.data).subarray(mark).toString('latin1')).toContain('end\n');
   });
 
-  // Regression (round 4, fixed): a reader that comes back during the grace, takes part of the backlog (1 MiB) and stalls
-  // again leaves an orphaned FIN-WAIT-1 socket holding the kernel send queue (2.7 MB measured 4 s
-  // later), the very thing the reset exists to free. Cause: src/express/bridge.ts:495 clears the
-  // reset on the socket's 'close', but for a `Connection: close` request Node closes the fd
-  // (destroySoon after 'finish') as soon as its own buffer is handed to the kernel, not when the
-  // peer has read it; after that `resetAndDestroy` can no longer act. Fix: for a cut stream, do
-  // not let the fd close before the kernel queue is empty: e.g. end with `res.shouldKeepAlive =
-  // false` and replace the server's destroySoon by own handling (on res 'finish', poll
-  // kernelSendQueueBytes(socket) each stall tick; destroy when 0, resetAndDestroy when it did not
-  // move for stallTimeoutMs), or set SO_LINGER 0 semantics via resetAndDestroy when 'finish'
-  // comes while kernelSendQueueBytes(socket) > 0 and the grace has not shown progress.
+  // A reader that comes back during the grace, takes part of the backlog (1 MiB) and stalls again
+  // is still reset: for a `Connection: close` request Node closes the fd as soon as its own buffer
+  // is handed to the kernel, not when the peer has read it, which would leave an orphaned
+  // FIN-WAIT-1 socket holding the kernel send queue (2.7 MB 4 s later), the very thing the reset
+  // exists to free.
   it('a reader that takes part of the backlog then stalls again is still reset (no orphan holding the send queue)', async () => {
     const h = await harness();
     open.push(() => h.close());
@@ -206,7 +195,7 @@ describe('stall cut grace (round 4)', () => {
   });
 });
 
-describe('kernelSendQueueBytes (round 4)', () => {
+describe('kernelSendQueueBytes over real sockets', () => {
   async function stalledPair(host: string, localAddress?: string, localPort?: number): Promise<{ server: net.Socket; client: net.Socket; close(): void }> {
     const srv = net.createServer();
     await new Promise<void>((r) => srv.listen(0, host, r));
@@ -254,14 +243,12 @@ describe('kernelSendQueueBytes (round 4)', () => {
     expect(got).toBe(after);
   });
 
-  // Regression (round 4, fixed): the table was keyed by ports only. Two clients with the same source port from different
-  // addresses (two load balancers, NAT, 127.0.0.1 vs 127.0.0.2) share the key "serverPort:clientPort",
-  // so one socket reads the other's queue: a stalled stream looks alive (never cut) when the other
-  // socket's queue moves, or a live slow reader looks stalled. Cause:
-  // src/express/tcp-send-queue.ts:23,30-32,60 (key(localPort, remotePort)). Fix: key by the
-  // remote address too (socket.remoteAddress → the hex form in the table: 8 hex digits, little-
-  // endian per 32-bit word, for v4; 32 for v6 incl. ::ffff:a.b.c.d mapped) and the local address,
-  // i.e. parse the address fields at their fixed offsets as well.
+  // The table is keyed by addresses as well as ports. Two clients with the same source port from
+  // different addresses (two load balancers, NAT, 127.0.0.1 vs 127.0.0.2) would otherwise share
+  // the key "serverPort:clientPort" and one socket would read the other's queue: a stalled stream
+  // looks alive (never cut) when the other socket's queue moves, or a live slow reader looks
+  // stalled. The address fields are hex at fixed offsets: 8 hex digits, little-endian per 32-bit
+  // word, for v4; 32 for v6 incl. ::ffff:a.b.c.d mapped.
   it('two connections with the same ports from different client addresses get their own queues', async () => {
     const srv = net.createServer();
     await new Promise<void>((r) => srv.listen(0, '0.0.0.0', r));

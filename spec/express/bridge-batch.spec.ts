@@ -1,6 +1,6 @@
 /**
- * Round 7: the bridge's batch is `undefined` when empty (was a fresh `[]`), created on the first
- * write of a tick (src/express/bridge.ts, de80728). Re-entrant writes, flush() with nothing
+ * The bridge's batch is `undefined` when empty, created on the first
+ * write of a tick (src/express/bridge.ts). Re-entrant writes, flush() with nothing
  * pending, finish() with a pending batch, the writev path and exactly one element, the retry
  * hint at commit, and demand in bytes with nothing in flight, over real sockets.
  */
@@ -74,26 +74,20 @@ const frame = (i: number, size: number): SseFrame => {
   return new SseFrame(Buffer.from(`${head}${'x'.repeat(size - head.length - 2)}\n\n`));
 };
 
-describe('round 7: bridge batch undefined when empty', () => {
-  // BUG (pre-existing, not from de80728; kept failing for the lead): see the comment inside.
+describe('bridge batch, created on the first write of a tick', () => {
   it('sends the retry hint on a flow that completes at subscription, before any request', async () => {
-    // Cause (src/express/bridge.ts finish()): the flow completes inside subscribeWith, so
-    // finish('completed') runs before start()'s commit. finish() takes the (empty) batch first,
-    // then its `!res.headersSent` branch calls commit(), which write()s the hint into a new batch
-    // that nothing flushes (the scheduled flushBatch returns: finished); endWith(pending =
-    // undefined, terminalEvent) ends without it. Fix: commit() before takeBatch() in finish(), or
-    // have endWith() take the batch itself.
+    // The flow completes inside subscribeWith, so finish('completed') runs before start()'s
+    // commit: the hint that commit() writes must still reach the client ahead of the terminal
+    // event, not sit in a batch that nothing flushes once the stream is finished.
     const { body, result } = await run((res) => sendFlow(res, fromIterable<BridgeElement>([]), { retryMs: 3000, heartbeatMs: 0, terminalEvent: { data: '[DONE]' } }));
     expect(result.outcome).toBe('completed');
     expect(body).toBe('retry: 3000\n\ndata: [DONE]\n\n');
   });
 
-  // BUG (pre-existing, same path): kept failing for the lead.
   it('leaves no heartbeat timer behind on a flow that completes at subscription', async () => {
-    // Cause: commit(), called from finish() (outcome completed, headers not sent), arms the
-    // heartbeat after finish() cleared it: a heartbeatMs timer (default 15 s) holding the bridge
-    // and its response; it fires, finds the stream finished and stops. Fix: arm the heartbeat in
-    // start() after commit(), not inside commit(), or skip it when finished.
+    // commit(), called from finish() (outcome completed, headers not sent), must not arm the
+    // heartbeat after finish() cleared it: a heartbeatMs timer (default 15 s) would hold the
+    // bridge and its response.
     const armed: NodeJS.Timeout[] = [];
     const realSetTimeout = globalThis.setTimeout;
     const spy = jest.spyOn(globalThis, 'setTimeout').mockImplementation(((fn: () => void, ms?: number) => {

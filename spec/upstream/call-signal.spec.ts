@@ -1,5 +1,5 @@
 /**
- * Round 6: the per-call `CallSignal` node-fetch 2 watches (src/upstream/request.ts) instead of a
+ * The per-call `CallSignal` node-fetch 2 watches (src/upstream/request.ts) instead of a
  * WHATWG AbortController: abort at every phase, twice, with and without a reason; what the call
  * rejects or errors with; no listener left on the caller's signal after many calls.
  */
@@ -13,7 +13,7 @@ import { sleep, waitFor } from '../helpers/net';
 
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
 
-describe('round 6: CallSignal', () => {
+describe('CallSignal', () => {
   let server: http.Server;
   let url: string;
   let handler: Handler = (_req, res) => void res.end();
@@ -105,11 +105,9 @@ describe('round 6: CallSignal', () => {
     expect(await ended).toBe(reason);
   });
 
-  // Was a bug, now fixed (pre-existing): UpstreamRequest.signal says "its reason is what the call rejects or errors
-  // with", but an abort while a non-2xx body is read rejects with UpstreamHttpError(500): UpstreamCall.text()
-  // (request.ts) swallows the AbortError and openUpstreamStream throws the status error anyway. In the
-  // relay a 5xx is retryable, so a client that left could see its request retried. Fix: after
-  // call.text(), `if (call.signal.aborted) throw call.signal.reason`.
+  // UpstreamRequest.signal says "its reason is what the call rejects or errors with": an abort
+  // while a non-2xx body is read rejects with that reason, not UpstreamHttpError(500). In the
+  // relay a 5xx is retryable, so a status error here would retry the request of a client that left.
   it('aborted while an HTTP error body is being read: rejects with the reason, not UpstreamHttpError', async () => {
     handler = (_req, res) => {
       res.writeHead(500, { 'content-type': 'text/plain' });
@@ -170,11 +168,11 @@ describe('round 6: CallSignal', () => {
     expect(getEventListeners(c.signal, 'abort').length).toBe(0);
   });
 
-  // Found in round 6: a stream whose body nobody subscribes keeps its 'abort' listener on the
-  // caller's signal (and through it the call, its response and its timers) even after the
-  // upstream ended. As with an unread fetch body, that is the contract now documented on
-  // UpstreamStream: the caller cancels a body it does not read (the gateway's relay aborts every
-  // upstream call when its stream ends, round6-overflow-status.spec.ts).
+  // A stream whose body nobody subscribes keeps its 'abort' listener on the caller's signal (and
+  // through it the call, its response and its timers) even after the upstream ended. As with an
+  // unread fetch body, that is the contract documented on UpstreamStream: the caller cancels a
+  // body it does not read (the gateway's relay aborts every upstream call when its stream ends,
+  // spec/gateway/overflow-status.spec.ts).
   it('a stream opened but never read holds its listener until its body is cancelled, then none', async () => {
     handler = (_req, res) => {
       sseHead(res);

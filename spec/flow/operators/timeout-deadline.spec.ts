@@ -1,19 +1,19 @@
 /**
- * Round 7: the timeout operators' deadline is `NaN` when disarmed (was `undefined`,
- * src/flow/operators/timeout-subscriber.ts, de80728). Disarm, re-arm, cancel, Infinity, the
+ * The timeout operators' deadline is `NaN` when disarmed
+ * (src/flow/operators/timeout-subscriber.ts). Disarm, re-arm, cancel, Infinity, the
  * largest timer, and elements at the deadline, on a virtual clock.
  */
 import { TestScheduler } from 'rxjs/testing';
-import { TimeoutError } from '../../src/errors';
-import { firstTimeout, idleTimeout, totalTimeout } from '../../src/flow';
-import { MAX_TIMER_MS } from '../../src/flow/operators/operator-subscriber';
-import { TestPublisher, record } from '../flow/operators/test-publisher';
+import { TimeoutError } from '../../../src/errors';
+import { firstTimeout, idleTimeout, totalTimeout } from '../../../src/flow';
+import { MAX_TIMER_MS } from '../../../src/flow/operators/operator-subscriber';
+import { TestPublisher, record } from './test-publisher';
 
 function scheduler(): TestScheduler {
   return new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
 }
 
-describe('round 7: timeout deadline NaN when disarmed', () => {
+describe('timeout deadline while disarmed', () => {
   // (Re-armed by a request after a disarm: spec/flow/operators/timeouts.spec.ts, 'restarts the full deadline when demand comes back'.)
   it('idleTimeout re-armed before the disarmed timer fired moves that timer to the new deadline', () => {
     const ts = scheduler();

@@ -3,7 +3,7 @@ import { SseLimitError } from '../../src/errors';
 import { createSseParser, type SseEvent, type SseParserOptions } from '../../src/sse';
 
 /**
- * Adversarial SSE parser specs: WHATWG HTML §9.2.6 "Interpreting an event stream" cases ported
+ * SSE parser specs: WHATWG HTML §9.2.6 "Interpreting an event stream" cases ported
  * from web-platform-tests (eventsource/format-*.any.js, fed as message.py serves them: the
  * message, then "\n\n\n" or, with newline=none, "\n"), hostile bytes, and memory bounds.
  */

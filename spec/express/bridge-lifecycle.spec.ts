@@ -31,7 +31,7 @@ async function settle(ms = 30): Promise<void> {
   await new Promise((r) => setTimeout(r, ms));
 }
 
-describe('round2 adversarial: demand bridge', () => {
+describe('demand bridge lifecycle', () => {
   it('leaves no heartbeat or stall timer behind after a stream completes', async () => {
     const url = await listen();
     let handle: StreamHandle | undefined;
@@ -100,7 +100,7 @@ describe('round2 adversarial: demand bridge', () => {
     expect(errors).toEqual([]);
   });
 
-  it('(fixed) BUG src/express/bridge.ts:110 sendFlow called twice on one response: the second handle resolves "completed" although none of its events reach the client (it should refuse)', async () => {
+  it('refuses a second sendFlow on one response: its handle never resolves "completed" for events that cannot reach the client', async () => {
     const url = await listen();
     const second: { handle?: StreamHandle; threw?: unknown } = {};
     handler = (_req, res) => {

@@ -3,7 +3,7 @@ import { SseLimitError } from '../../src/errors';
 import { createFrameSplitter, type SseFrame } from '../../src/sse';
 import { clientEvents } from '../harness/relay-harness';
 
-// Round 3: the byte relay's splitter against an independent WHATWG client (TextDecoder +
+// The byte relay's splitter against an independent WHATWG client (TextDecoder +
 // eventsource-parser): what a client makes of the frames must equal what it makes of the input,
 // at stream start and after heartbeats the relay may interleave.
 
@@ -41,7 +41,7 @@ const rawPiece = fc.oneof(
 );
 const rawStream = fc.tuple(fc.boolean(), fc.array(rawPiece, { maxLength: 60 })).map(([bom, parts]) => Buffer.concat([bom ? Buffer.from('\ufeff') : Buffer.alloc(0), ...parts]));
 
-describe('round 3: createFrameSplitter vs an independent WHATWG client', () => {
+describe('createFrameSplitter vs an independent WHATWG client', () => {
   it('a client parses the frames (each cut at any byte) exactly as it parses the input', () => {
     fc.assert(
       fc.property(
@@ -104,16 +104,16 @@ describe('round 3: createFrameSplitter vs an independent WHATWG client', () => {
     expect(got.map((f) => f.bytes.length).every((n) => n <= 4096)).toBe(true);
   });
 
-  // Regression (round 3): an empty chunk used to clear the pending CR, so the LF of a CRLF split
-  // around it counted as a second line end and dispatched an event the upstream never completed.
+  // An empty chunk keeps a pending CR: the LF of a CRLF split around it is the same line end,
+  // not a second one that would dispatch an event the upstream never completed.
   it('an empty chunk between the CR and LF of a CRLF keeps it one line end (no extra dispatch)', () => {
     const out = frames([Buffer.from('data: x\r'), Buffer.alloc(0), Buffer.from('\nmore')]);
     expect(Buffer.concat(out.map((f) => f.bytes)).toString()).toBe('');
   });
 
-  // Regression (round 3): with two BOMs at stream start, the splitter used to strip one and relay
-  // `\ufeffdata: a` first, which a client strips as the stream's BOM (an event the upstream never
-  // sent); a BOM followed by another is now kept.
+  // With two BOMs at stream start the splitter strips one and keeps the other: relaying
+  // `\ufeffdata: a` first would let a client strip it as the stream's BOM and see an event the
+  // upstream never sent.
   it('a second BOM at stream start does not turn an unknown field into an event', () => {
     const input = Buffer.from('\ufeff\ufeffdata: a\n\n');
     const out = frames([input]);

@@ -1,6 +1,6 @@
 /**
- * Round 7: the frame adapter's `onEvent` closure is made once per stream, outside the per-frame
- * step (src/upstream/providers/adapt.ts, de80728). Streams adapted in parallel through ONE
+ * The frame adapter's `onEvent` closure is made once per stream, outside the per-frame
+ * step (src/upstream/providers/adapt.ts). Streams adapted in parallel through ONE
  * operator must share nothing; several events per frame, `done` mid-frame, usage in the last
  * frame and errors must still be seen.
  */
@@ -15,7 +15,7 @@ const usage = (p: number, c: number): string => `data: {"id":"c1","choices":[],"
 const DONE = 'data: [DONE]\n\n';
 const bytesOf = (out: GatewayEvent[]): string => out.map((e) => (e.wire instanceof SseFrame ? e.wire.bytes.toString() : '')).join('');
 
-describe('round 7: adaptFrames, nothing shared between streams', () => {
+describe('adaptFrames, nothing shared between streams', () => {
   it('two streams through one operator, frames interleaved one by one: each sees only its own events, usage and end', () => {
     const op = adaptFrames(openaiAdapter);
     const a = new TestPublisher<SseFrame>();
