@@ -1,7 +1,7 @@
 import http from 'node:http';
 import { connectSse } from '../../src/client';
 import type { SseFetch } from '../../src/client';
-import { sleep, waitFor } from '../helpers/net';
+import { sleep, waitFor } from '../harness/net';
 import { isDone, pooledSockets, recordSignals, scriptedServers, sseHead, within } from '../client/helpers';
 import { clientEvents, post, rng, useRelayHarness } from '../harness/relay-harness';
 

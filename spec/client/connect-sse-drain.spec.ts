@@ -1,6 +1,6 @@
 import http from 'node:http';
 import { connectSse } from '../../src/client';
-import { sleep, waitFor } from '../helpers/net';
+import { sleep, waitFor } from '../harness/net';
 import { isDone, pooledSockets, recordSignals, scriptedServers, sseHead, within } from './helpers';
 
 // After a terminal event connectSse completes at once, then lets the response end on its own (the

@@ -1,7 +1,7 @@
 import { getEventListeners } from 'node:events';
 import { readdirSync } from 'node:fs';
 import { connectSse, defaultSseAgent } from '../../src/client';
-import { sleep, waitFor } from '../helpers/net';
+import { sleep, waitFor } from '../harness/net';
 import { collect, scriptedServer, sseHead, within } from './helpers';
 
 // Its own file, so the fd baseline is not disturbed by other tests' sockets closing late.

@@ -1,6 +1,6 @@
 import zlib from 'node:zlib';
 import { connectSse } from '../../src/client';
-import { sleep } from '../helpers/net';
+import { sleep } from '../harness/net';
 import { collect, scriptedServers, sseHead, within } from '../client/helpers';
 
 /** connectSse against servers that ignore what the client asked for. */

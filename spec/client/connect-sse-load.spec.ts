@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { connectSse } from '../../src/client';
-import { sleep, waitFor } from '../helpers/net';
-import { countingUpstream } from '../helpers/upstream';
+import { sleep, waitFor } from '../harness/net';
+import { countingUpstream } from '../harness/upstream';
 import { collect, scriptedServer, sseHead, within, type ScriptedServer } from './helpers';
 
 const closers: (() => Promise<void>)[] = [];

@@ -2,7 +2,7 @@ import { getEventListeners } from 'node:events';
 import { connectSse, type SseReconnectInfo } from '../../src/client';
 import type { SseEvent } from '../../src/sse';
 import { SseConnectionError, SseHttpError, SseLimitError, TimeoutError } from '../../src/errors';
-import { sleep, waitFor } from '../helpers/net';
+import { sleep, waitFor } from '../harness/net';
 import { collect, isDone, scriptedServers, sseHead, within } from './helpers';
 
 const serve = scriptedServers();

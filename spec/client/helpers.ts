@@ -1,6 +1,6 @@
 import type http from 'node:http';
 import type net from 'node:net';
-import { listen } from '../helpers/net';
+import { listen } from '../harness/net';
 import type { FlowSubscription } from '../../src/flow/types';
 import type { Flow } from '../../src/flow/flow';
 import type { SseEvent } from '../../src/sse/parser';

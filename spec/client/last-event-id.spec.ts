@@ -1,7 +1,7 @@
 import { connectSse } from '../../src/client';
 import { createSseParser, sseDecode, type SseEvent } from '../../src/sse';
 import { fromIterable } from '../../src/flow';
-import { waitFor } from '../helpers/net';
+import { waitFor } from '../harness/net';
 import { collect, scriptedServer, sseHead, within } from './helpers';
 
 describe('last event ID from an id-only block (WHATWG HTML §9.2.6 dispatch, step 1)', () => {

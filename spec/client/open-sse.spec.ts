@@ -1,6 +1,6 @@
 import { openSse } from '../../src/client';
 import { SseHttpError } from '../../src/errors';
-import { sleep, waitFor } from '../helpers/net';
+import { sleep, waitFor } from '../harness/net';
 import { collect, isDone, scriptedServers, sseHead, within } from './helpers';
 
 const serve = scriptedServers();

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
-import { RawClient, sleep, waitFor } from '../helpers/net';
+import { RawClient, sleep, waitFor } from '../harness/net';
 import { startGatewayProcess, type GatewayProcess } from '../harness/gateway-process';
 import { hostileUpstream, type HostileUpstream } from '../harness/hostile-upstream';
 

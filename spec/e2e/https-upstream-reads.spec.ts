@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import type { RunningGateway } from '../../src/gateway/server';
 import { openUpstreamStream, upstreamAgent, type UpstreamStream } from '../../src/upstream/request';
 import type { CaptureTransport } from '../gateway/helpers';
-import { RawClient, waitFor } from '../helpers/net';
+import { RawClient, waitFor } from '../harness/net';
 import { sampleBuffered, SSE_HEAD, testGateway } from '../harness/relay-harness';
 import { CERT, KEY } from '../harness/tls-fixture';
 

@@ -2,7 +2,7 @@ import express from 'express';
 import { sendFlow, sse } from '../../src/express';
 import { createFlow, fromIterable, type FlowSink } from '../../src/flow';
 import type { SseEventInit } from '../../src/sse';
-import { listen, RawClient, waitFor } from '../helpers/net';
+import { listen, RawClient, waitFor } from '../harness/net';
 
 /** The Express demand bridge against elements it cannot encode and clients that barely read. */
 

@@ -2,7 +2,7 @@ import { parseConfig } from '../../src/gateway/config';
 import { createLogger } from '../../src/gateway/logger';
 import { startGateway, type RunningGateway } from '../../src/gateway/server';
 import { CaptureTransport } from '../gateway/helpers';
-import { RawClient, sleep, waitFor } from '../helpers/net';
+import { RawClient, sleep, waitFor } from '../harness/net';
 import { scriptedUpstream, type ScriptedUpstream } from '../harness/relay-harness';
 
 // A client that stops reading is bounded by the stall timeout while its stream runs. When the

@@ -10,8 +10,8 @@ import { sendFlow, sse, type SendFlowOptions, type StreamResult } from '../../sr
 import { sseDecode, type SseEventInit } from '../../src/sse';
 import { BufferOverflowError } from '../../src/errors';
 import { openUpstreamStream } from '../../src/upstream/request';
-import { listen, RawClient, sleep, waitFor } from '../helpers/net';
-import { countingUpstream, type CountingUpstream } from '../helpers/upstream';
+import { listen, RawClient, sleep, waitFor } from '../harness/net';
+import { countingUpstream, type CountingUpstream } from '../harness/upstream';
 
 type Closer = { close(): Promise<void> };
 const closers: Closer[] = [];
@@ -46,7 +46,7 @@ function kernelBound(): number {
 
 function pyReader(port: number, urlPath: string, rate: number, seconds: number): Promise<{ bytes: number; closed: boolean; text_tail: string }> {
   return new Promise((resolve, reject) => {
-    execFile('python3', [path.join(__dirname, '../helpers/slow-reader.py'), String(port), urlPath, String(rate), String(seconds)], (err, stdout) => {
+    execFile('python3', [path.join(__dirname, '../harness/slow-reader.py'), String(port), urlPath, String(rate), String(seconds)], (err, stdout) => {
       if (err) reject(err);
       else resolve(JSON.parse(stdout));
     });

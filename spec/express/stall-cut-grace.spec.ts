@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { sendFlow, type StreamResult } from '../../src/express/bridge';
 import { kernelSendQueueBytes } from '../../src/express/tcp-send-queue';
 import { fromIterable } from '../../src/flow/sources/iterable';
-import { sleep, waitFor } from '../helpers/net';
+import { sleep, waitFor } from '../harness/net';
 
 const STALL_MS = 800;
 const EVENT = { data: 'x'.repeat(16 * 1024) };

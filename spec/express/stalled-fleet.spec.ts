@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { RawClient, sleep, waitFor } from '../helpers/net';
+import { RawClient, sleep, waitFor } from '../harness/net';
 
 const CLIENTS = 200;
 const MAX_BUFFERED_BYTES = 64 * 1024;
@@ -17,7 +17,7 @@ describe('200 concurrent stalled clients against one gateway process', () => {
   const clients: RawClient[] = [];
 
   beforeAll(async () => {
-    child = spawn(process.execPath, ['--expose-gc', path.join(__dirname, '../helpers/fleet-gateway.js')], {
+    child = spawn(process.execPath, ['--expose-gc', path.join(__dirname, '../harness/fleet-gateway.js')], {
       env: { ...process.env, MAX_BUFFERED_BYTES: String(MAX_BUFFERED_BYTES) },
       stdio: ['ignore', 'pipe', 'inherit'],
     });

@@ -3,8 +3,8 @@ import { ByteBudget, onBackpressureBuffer } from '../../src/flow';
 import { sendFlow, type StreamResult } from '../../src/express';
 import { sseDecode, type SseEvent } from '../../src/sse';
 import { openUpstreamStream } from '../../src/upstream/request';
-import { listen, RawClient, waitFor } from '../helpers/net';
-import { countingUpstream } from '../helpers/upstream';
+import { listen, RawClient, waitFor } from '../harness/net';
+import { countingUpstream } from '../harness/upstream';
 
 describe('stalled reader behind onBackpressureBuffer({ overflow: "terminate" })', () => {
   it('ends that stream with event: error ERR_TIDEGATE_OVERFLOW, aborts its upstream, and leaves other streams alone', async () => {

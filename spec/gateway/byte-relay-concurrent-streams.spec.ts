@@ -5,7 +5,7 @@
  * different bodies and different readers: every stream's bytes arrive exactly (sha256).
  */
 import crypto from 'node:crypto';
-import { RawClient, waitFor } from '../helpers/net';
+import { RawClient, waitFor } from '../harness/net';
 import { type Step, useRelayHarness } from '../harness/relay-harness';
 
 const KIB = 1024;

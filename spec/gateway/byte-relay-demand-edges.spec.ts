@@ -5,7 +5,7 @@
  */
 import type http from 'node:http';
 
-import { RawClient, waitFor } from '../helpers/net';
+import { RawClient, waitFor } from '../harness/net';
 import { sampleBuffered, type Step, useRelayHarness } from '../harness/relay-harness';
 
 // socket highWaterMark + upstream side (4 KiB mark + two 16 KiB reads) + 1 KiB framing slack + a 1 KiB frame

@@ -1,6 +1,6 @@
 import type { RunningGateway } from '../../src/gateway/server';
 import type { CaptureTransport } from '../gateway/helpers';
-import { waitFor } from '../helpers/net';
+import { waitFor } from '../harness/net';
 import { clientEvents, cutAt, oaChunk, paced, post, scriptedUpstream, testGateway, type ClientEvent, type ScriptedUpstream, type Step } from '../harness/relay-harness';
 
 // relay: bytes must give a WHATWG client the same events (and the same end) as

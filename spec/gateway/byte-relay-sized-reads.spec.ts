@@ -5,7 +5,7 @@
 import type http from 'node:http';
 import zlib from 'node:zlib';
 
-import { RawClient, waitFor } from '../helpers/net';
+import { RawClient, waitFor } from '../harness/net';
 import { sampleBuffered, type Step, useRelayHarness } from '../harness/relay-harness';
 
 const KIB = 1024;

@@ -2,7 +2,7 @@ import http from 'node:http';
 import zlib from 'node:zlib';
 import type { RunningGateway } from '../../src/gateway/server';
 import type { CaptureTransport } from '../gateway/helpers';
-import { RawClient, waitFor } from '../helpers/net';
+import { RawClient, waitFor } from '../harness/net';
 import { clientEvents, post, rng, sampleBuffered, scriptedUpstream, sleep, SSE_HEAD, testGateway, type ScriptedUpstream, type Step } from '../harness/relay-harness';
 
 // The byte relay and the shared-buffer upstream reader over real sockets.

@@ -8,7 +8,7 @@ import type { Readable, Writable } from 'node:stream';
 import { openUpstreamStream, upstreamAgent } from '../../src/upstream/request';
 import type { RunningGateway } from '../../src/gateway/server';
 import type { CaptureTransport } from '../gateway/helpers';
-import { RawClient, sleep, waitFor } from '../helpers/net';
+import { RawClient, sleep, waitFor } from '../harness/net';
 import { sampleBuffered, scriptedUpstream, SSE_HEAD, testGateway, type ScriptedUpstream, type Step } from '../harness/relay-harness';
 
 const KIB = 1024;

@@ -1,5 +1,5 @@
 import { hasAsciiEscape } from '../../src/upstream/providers/wire';
-import { waitFor } from '../helpers/net';
+import { waitFor } from '../harness/net';
 import { clientEvents, cutAt, oaChunk, paced, post, rng, useRelayHarness, type RelayHarness, type Step } from '../harness/relay-harness';
 
 // The byte relay's `needsDecode` scans (openai/anthropic, `hasAsciiEscape`)

@@ -2,8 +2,8 @@ import http from 'node:http';
 import { parseConfig } from '../../src/gateway/config';
 import { createLogger } from '../../src/gateway/logger';
 import { startGateway, type RunningGateway } from '../../src/gateway/server';
-import { listen, RawClient, sleep, waitFor } from '../helpers/net';
-import { countingUpstream, type CountingUpstream } from '../helpers/upstream';
+import { listen, RawClient, sleep, waitFor } from '../harness/net';
+import { countingUpstream, type CountingUpstream } from '../harness/upstream';
 import { CaptureTransport } from './helpers';
 
 /** What the upstream of the exact-bytes tests sends: comments, ids, retry, CRLF, an unknown field, a BOM. */

@@ -7,7 +7,7 @@ import { createGatewayApp } from '../../src/gateway/app';
 import { parseConfig } from '../../src/gateway/config';
 import { createLogger } from '../../src/gateway/logger';
 import { createSimulator, type Simulator } from '../../src/simulator';
-import { listen } from '../helpers/net';
+import { listen } from '../harness/net';
 
 const CLI = path.join(__dirname, '../../dist/gateway/cli.js');
 

@@ -2,8 +2,8 @@ import { parseConfig } from '../../src/gateway/config';
 import { createLogger } from '../../src/gateway/logger';
 import type { StreamSnapshot } from '../../src/gateway/metrics';
 import { startGateway, type RunningGateway } from '../../src/gateway/server';
-import { RawClient, sleep, waitFor } from '../helpers/net';
-import { countingUpstream, type CountingUpstream } from '../helpers/upstream';
+import { RawClient, sleep, waitFor } from '../harness/net';
+import { countingUpstream, type CountingUpstream } from '../harness/upstream';
 import { CaptureTransport } from './helpers';
 
 interface DebugBody {

@@ -1,5 +1,5 @@
 import OpenAI from 'openai';
-import { waitFor } from '../helpers/net';
+import { waitFor } from '../harness/net';
 import { parsePrometheus, startTestGateway, type TestGateway } from './helpers';
 
 let t: TestGateway;

@@ -15,7 +15,7 @@ import { startGateway, type RunningGateway } from '../../src/gateway/server';
 import type { StreamPolicyFn } from '../../src/gateway/relay';
 import type { GatewayEvent } from '../../src/upstream/providers/types';
 import { CaptureTransport } from '../gateway/helpers';
-import { listen, waitFor } from '../helpers/net';
+import { listen, waitFor } from '../harness/net';
 import { oaChunk, post, scriptedUpstream, type ScriptedUpstream } from '../harness/relay-harness';
 
 const anthropicEvents = [

@@ -2,8 +2,8 @@ import { parseConfig } from '../../src/gateway/config';
 import { createLogger } from '../../src/gateway/logger';
 import { startGateway, type RunningGateway } from '../../src/gateway/server';
 import { BUILTIN_TRANSCRIPTS, createSimulator, type Simulator } from '../../src/simulator';
-import { RawClient, waitFor } from '../helpers/net';
-import { countingUpstream, type CountingUpstream } from '../helpers/upstream';
+import { RawClient, waitFor } from '../harness/net';
+import { countingUpstream, type CountingUpstream } from '../harness/upstream';
 import { CaptureTransport, parsePrometheus } from './helpers';
 
 describe('gateway overflow: terminate', () => {

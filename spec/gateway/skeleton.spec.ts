@@ -6,7 +6,7 @@ import { createLogger } from '../../src/gateway/logger';
 import { startGateway, type RunningGateway } from '../../src/gateway/server';
 import { findTranscript, transcriptText } from '../../src/simulator';
 import { upstreamAgent } from '../../src/upstream/request';
-import { waitFor } from '../helpers/net';
+import { waitFor } from '../harness/net';
 
 let gateway: RunningGateway;
 

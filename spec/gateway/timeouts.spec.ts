@@ -1,4 +1,4 @@
-import { waitFor } from '../helpers/net';
+import { waitFor } from '../harness/net';
 import { startTestGateway, type TestGateway } from './helpers';
 
 let t: TestGateway;

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type net from 'node:net';
 import zlib from 'node:zlib';
-import { listen } from '../helpers/net';
+import { listen } from './net';
 
 /** What a hostile upstream saw, per path. */
 export interface HostileUpstream {

@@ -10,7 +10,7 @@ import { parseConfig } from '../../src/gateway/config';
 import { createLogger } from '../../src/gateway/logger';
 import { startGateway, type RunningGateway } from '../../src/gateway/server';
 import { CaptureTransport } from '../gateway/helpers';
-import { listen, type RawClient } from '../helpers/net';
+import { listen, type RawClient } from './net';
 
 /** What {@link useRelayHarness} sets up for a describe block; filled in by its `beforeAll`. */
 export interface RelayHarness {

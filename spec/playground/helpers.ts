@@ -1,5 +1,5 @@
 import express from 'express';
-import { listen } from '../helpers/net';
+import { listen } from '../harness/net';
 import { playgroundRouter, type PlaygroundOptions, type PlaygroundRouter, type RunSample, type ScenarioInput } from '../../src/playground';
 
 export interface Playground {

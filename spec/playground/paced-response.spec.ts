@@ -1,5 +1,5 @@
 import http from 'node:http';
-import { listen, sleep } from '../helpers/net';
+import { listen, sleep } from '../harness/net';
 import { PacedResponse } from '../../src/playground/paced-response';
 
 type Server = Awaited<ReturnType<typeof listen>>;

@@ -1,4 +1,4 @@
-import { sleep } from '../helpers/net';
+import { sleep } from '../harness/net';
 import { createRun, readSse, startPlayground, telemetry, type Playground } from './helpers';
 
 let pg: Playground | undefined;

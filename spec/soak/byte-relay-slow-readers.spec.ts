@@ -35,7 +35,7 @@ import { createLogger } from '../../src/gateway/logger';
 import type { StreamSnapshot } from '../../src/gateway/metrics';
 import { startGateway, type RunningGateway } from '../../src/gateway/server';
 import { CaptureTransport } from '../gateway/helpers';
-import { listen } from '../helpers/net';
+import { listen } from '../harness/net';
 import { rng } from '../harness/relay-harness';
 
 const HANG_MS = 3000;

@@ -4,7 +4,7 @@ import { createLogger } from '../../src/gateway/logger';
 import type { StreamSnapshot } from '../../src/gateway/metrics';
 import { startGateway, type RunningGateway } from '../../src/gateway/server';
 import { CaptureTransport } from '../gateway/helpers';
-import { listen, RawClient, sleep, waitFor } from '../helpers/net';
+import { listen, RawClient, sleep, waitFor } from '../harness/net';
 import { post, rng, scriptedUpstream, type ScriptedUpstream, type Step } from '../harness/relay-harness';
 
 // GET /debug/streams polled in a tight loop while streams start, fail before

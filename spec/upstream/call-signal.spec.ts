@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { TimeoutError } from '../../src/errors';
 import { UpstreamHttpError, UpstreamResetError } from '../../src/upstream/errors';
 import { fetchUpstream, openUpstreamStream, type UpstreamStream } from '../../src/upstream/request';
-import { sleep, waitFor } from '../helpers/net';
+import { sleep, waitFor } from '../harness/net';
 
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
 

@@ -10,7 +10,7 @@ import { openUpstreamStream } from '../../src/upstream/request';
  * exactly like an upstream host that does not answer.
  */
 async function blackHole(): Promise<{ port: number; close(): void }> {
-  const py: ChildProcess = spawn('python3', [path.join(__dirname, '../helpers/no-accept.py')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const py: ChildProcess = spawn('python3', [path.join(__dirname, '../harness/no-accept.py')], { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<number>((resolve, reject) => {
     py.stdout!.once('data', (d: Buffer) => resolve(Number(String(d).trim())));
     py.once('error', reject);

@@ -2,7 +2,7 @@ import type http from 'node:http';
 import zlib from 'node:zlib';
 import type { Subscription } from '../../src/flow/types';
 import { UPSTREAM_HIGH_WATER_MARK, UPSTREAM_MAX_READ_BYTES, UPSTREAM_MIN_READ_BYTES, UPSTREAM_READ_BYTES, openUpstreamStream } from '../../src/upstream/request';
-import { listen } from '../helpers/net';
+import { listen } from '../harness/net';
 
 type Server = Awaited<ReturnType<typeof listen>>;
 

@@ -8,7 +8,7 @@ import type http from 'node:http';
 import type { Socket } from 'node:net';
 import type { Subscription } from '../../src/flow/types';
 import { UPSTREAM_MAX_READ_BYTES, UPSTREAM_READ_BYTES, openUpstreamStream, type UpstreamStream } from '../../src/upstream/request';
-import { listen } from '../helpers/net';
+import { listen } from '../harness/net';
 
 type Server = Awaited<ReturnType<typeof listen>>;
 
