@@ -1,5 +1,6 @@
 import http from 'node:http';
 import net from 'node:net';
+import { ConfigError, DEFAULT_LIMITS, parseConfig } from '../../src/gateway/config';
 import { parsePrometheus, startTestGateway, type TestGateway } from './helpers';
 
 interface Answer {
@@ -231,4 +232,18 @@ describe('admission: Node request timeout', () => {
     // Longer than the request timeout plus two of Node's 1 s timeout checks.
     expect(ms).toBeGreaterThan(3600);
   }, 20_000);
+});
+
+describe('admission: limits configuration', () => {
+  it('defaults every limit and lower-cases the address header', () => {
+    expect(parseConfig({}).limits).toEqual(DEFAULT_LIMITS);
+    expect(parseConfig({ limits: { clientAddressHeader: 'X-Real-IP' } }).limits.clientAddressHeader).toBe('x-real-ip');
+  });
+
+  it('rejects a bad limit naming its field', () => {
+    expect(() => parseConfig({ limits: { maxStreamsPerClient: -1 } })).toThrow(ConfigError);
+    expect(() => parseConfig({ limits: { maxStreamsPerClient: -1 } })).toThrow(/limits\.maxStreamsPerClient/);
+    expect(() => parseConfig({ limits: { clientAddressHeader: 'bad header' } })).toThrow(/limits\.clientAddressHeader: not an HTTP header name/);
+    expect(() => parseConfig({ limits: { maxConnection: 5 } })).toThrow(/limits\.maxConnection: Unrecognized key/);
+  });
 });

@@ -18,7 +18,8 @@ export interface RunningGateway {
   /** The embedded simulator, when no upstream URL was configured. */
   simulator?: Simulator | undefined;
   /**
-   * Graceful stop: stops accepting connections, `/readyz` answers 503, running streams may
+   * Graceful stop: stops accepting connections (idle kept-alive ones stay open, and every
+   * answer on them carries `Connection: close`), `/readyz` answers 503, running streams may
    * finish for `graceMs` (default `config.shutdown.graceMs`), the rest end with
    * `ERR_TIDEGATE_SHUTDOWN`; then idle connections and the embedded simulator are closed.
    */
