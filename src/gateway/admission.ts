@@ -63,8 +63,10 @@ export interface Admission {
   refuse(req: IncomingMessage, res: ServerResponse, adapter: Pick<ProviderAdapter, 'sendHttpError'>, error: AdmissionError): void;
 }
 
-/** A socket whose answer is flushed but whose peer does not read it is destroyed after this, ms. */
-const CLOSE_LINGER_MS = 2000;
+/** After a refusal, bytes still arriving are discarded for at most this long, ms, … */
+export const CLOSE_LINGER_MS = 1000;
+/** … and at most this many bytes; then the socket is destroyed. */
+export const CLOSE_LINGER_BYTES = 4 * 1024 * 1024;
 
 /**
  * Admission control, as nginx's `limit_conn` and Envoy's overload manager do it: caps on open
@@ -139,18 +141,30 @@ export function createAdmission(limits: AdmissionLimits, metrics: GatewayMetrics
 }
 
 /**
- * Closes the request's connection once `res` is flushed: `socket.destroySoon()` (FIN after the
- * answer), then `destroy()` after a short linger if the peer does not take the answer. The
- * request body is not read further.
+ * Closes the request's connection once `res` is flushed, as nginx's lingering close does: FIN
+ * after the answer, then what the client still sends is discarded (never buffered) until it
+ * closes, for at most {@link CLOSE_LINGER_MS} and {@link CLOSE_LINGER_BYTES}, then the socket is
+ * destroyed. Node's own close after `Connection: close` (`destroySoon()`) would send a RST while
+ * body bytes are unread, and a client still uploading could lose the answer to it.
  */
 export function closeAfterResponse(req: IncomingMessage, res: ServerResponse): void {
   const socket = req.socket;
-  res.once('finish', () => {
-    socket.destroySoon();
-    const timer = setTimeout(() => socket.destroy(), CLOSE_LINGER_MS);
-    timer.unref();
-    socket.once('close', () => clearTimeout(timer));
-  });
+  let lingering = false;
+  const linger = (): void => {
+    if (lingering || socket.destroyed) return;
+    lingering = true;
+    socket.end();
+    req.removeAllListeners('data');
+    req.resume();
+    const from = socket.bytesRead;
+    const until = Date.now() + CLOSE_LINGER_MS;
+    const timer = setInterval(() => {
+      if (Date.now() >= until || socket.bytesRead - from > CLOSE_LINGER_BYTES) socket.destroy();
+    }, 25);
+    socket.once('close', () => clearInterval(timer));
+  };
+  socket.destroySoon = linger;
+  res.once('finish', linger);
 }
 
 /** The request declares a body (`Transfer-Encoding` or a non-zero `Content-Length`) not yet read to its end. */
