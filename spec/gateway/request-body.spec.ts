@@ -194,8 +194,9 @@ describe('request body: timeout', () => {
       console.log(
         `100 slow bodies: longest open ${Math.max(...lifetimes)} ms (timeout ${timeoutMs} ms), 408 answers ${statuses.filter((s) => s === 408).length}/100, RSS ${(rssBefore / 2 ** 20).toFixed(0)} -> peak ${(rssPeak / 2 ** 20).toFixed(0)} MB (+${growthMb.toFixed(0)} MB)`,
       );
-      // Each closes at its timeout; 1 s of slack for a loaded 2-core machine.
-      expect(Math.max(...lifetimes)).toBeLessThan(timeoutMs + 1000);
+      // Each closes at its timeout; 2 s of slack for a shared 2-core machine running other suites
+      // (without a body timeout none would close before the 10 s bound above).
+      expect(Math.max(...lifetimes)).toBeLessThan(timeoutMs + 2000);
       expect(Math.min(...lifetimes)).toBeGreaterThanOrEqual(timeoutMs - 50);
       expect(statuses.every((s) => s === 408)).toBe(true);
       expect(growthMb).toBeLessThanOrEqual(150);
