@@ -1,4 +1,5 @@
 import { setMaxListeners } from 'node:events';
+import type { ServerResponse } from 'node:http';
 import { playgroundRouter } from '../playground';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import { ShutdownError } from '../errors';
@@ -6,10 +7,12 @@ import { anthropicAdapter } from '../upstream/providers/anthropic';
 import { openaiAdapter } from '../upstream/providers/openai';
 import { createPassthroughAdapter } from '../upstream/providers/passthrough';
 import type { ProviderAdapter } from '../upstream/providers/types';
+import { AdmissionError, closeAfterResponse, createAdmission, hasUnreadBody, type Admission } from './admission';
 import { resolveRoutes, type GatewayConfig, type ResolvedRoute } from './config';
 import { createLogger, type Logger } from './logger';
 import { GatewayMetrics, type StreamSnapshot } from './metrics';
 import { relay, type StreamPolicyFn } from './relay';
+import { readRequestBody, RequestBodyAbortedError } from './request-body';
 
 /** What {@link createGatewayApp} needs besides the config. */
 export interface GatewayDeps {
@@ -27,6 +30,8 @@ export interface GatewayDeps {
 export interface GatewayControl {
   readonly metrics: GatewayMetrics;
   readonly routes: readonly ResolvedRoute[];
+  /** Connection and stream caps (`limits`); the server feeds it each connection. */
+  readonly admission: Admission;
   /** Requests being relayed now. */
   readonly activeStreams: number;
   /** `false` once draining started: `/readyz` answers 503 and new relay requests get 503. */
@@ -65,9 +70,18 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
   const idle: (() => void)[] = [];
   let ready = true;
   let active = 0;
+  const admission = createAdmission(config.limits, metrics);
+  const adapterOf = new Map(routes.map((r) => [r.path, adapterFor(r)]));
 
   const app = express();
   app.disable('x-powered-by');
+  app.use((req, res, next) => {
+    const over = admission.checkConnection(req);
+    if (over) return admission.refuse(req, res, adapterOf.get(req.path) ?? PLAIN_ERRORS, over);
+    // Kept-alive clients are told to go elsewhere while draining (each gets its answer first).
+    if (!ready) res.setHeader('Connection', 'close');
+    next();
+  });
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
@@ -93,14 +107,40 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
 
   for (const route of routes) {
     if (route.url === undefined) throw new Error(`route ${route.path}: no upstream URL (set upstream.url or the route's url)`);
-    const adapter = route.provider === 'passthrough' ? createPassthroughAdapter(route.terminator) : ADAPTERS[route.provider];
-    const bodyParser =
-      route.provider === 'passthrough' ? express.raw({ type: () => true, limit: '4mb' }) : express.json({ limit: '4mb', type: () => true });
-    const handler = (req: Request, res: Response): void => {
+    const adapter = adapterOf.get(route.path) as ProviderAdapter;
+    // Before the body is read: a refused client costs no body bytes, and a body in flight holds its slot.
+    const admit = (req: Request, res: Response, next: NextFunction): void => {
       if (!ready) {
         adapter.sendHttpError(res, new ShutdownError('gateway is shutting down; retry on another instance'));
         return;
       }
+      const release = admission.admitStream(req);
+      if (release instanceof AdmissionError) return admission.refuse(req, res, adapter, release);
+      res.once('close', release);
+      next();
+    };
+    const readBody = (req: Request, res: Response, next: NextFunction): void => {
+      readRequestBody(req, { maxBytes: config.limits.maxRequestBodyBytes, timeoutMs: config.limits.requestBodyTimeoutMs }).then(
+        (bytes) => {
+          if (route.provider === 'passthrough' || bytes === undefined) req.body = bytes;
+          else {
+            try {
+              req.body = JSON.parse(bytes.toString('utf8')) as unknown;
+            } catch (err) {
+              adapter.sendHttpError(res, Object.assign(new Error(`the request body is not JSON: ${(err as Error).message}`), { status: 400, code: 'ERR_TIDEGATE_BAD_REQUEST' }));
+              return;
+            }
+          }
+          next();
+        },
+        (err: unknown) => {
+          if (err instanceof AdmissionError) admission.refuse(req, res, adapter, err);
+          else if (err instanceof RequestBodyAbortedError) res.destroy();
+          else next(err);
+        },
+      );
+    };
+    const handler = (req: Request, res: Response): void => {
       if (route.provider !== 'passthrough' && req.method !== 'GET' && !isJsonObject(req.body)) {
         // An array or scalar would reach the upstream as an empty POST: refuse it here.
         adapter.sendHttpError(res, Object.assign(new Error('the request body must be a JSON object'), { status: 400, code: 'ERR_TIDEGATE_BAD_REQUEST' }));
@@ -124,8 +164,8 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
       });
     };
     for (const method of route.methods) {
-      if (method === 'GET') app.get(route.path, handler);
-      else app.post(route.path, bodyParser, handler);
+      if (method === 'GET') app.get(route.path, admit, handler);
+      else app.post(route.path, admit, readBody, handler);
     }
     // A body the parser rejects gets the provider's JSON error, not Express' HTML page.
     app.use(route.path, (err: unknown, _req: Request, res: Response, next: NextFunction) => {
@@ -137,6 +177,11 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
 
   // Anything else: a JSON 404 naming the routes, not Express' HTML page.
   app.use((req: Request, res: Response) => {
+    // A body nobody reads is not drained: the connection closes after the answer.
+    if (hasUnreadBody(req)) {
+      res.setHeader('Connection', 'close');
+      closeAfterResponse(req, res);
+    }
     // The one admin route that is off by default says how to turn it on.
     const hint = req.path === '/debug/streams' ? ' (GET /debug/streams is served with debug.streams: true, or the --debug-streams flag)' : '';
     res.status(404).json({
@@ -147,6 +192,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
   const control: GatewayControl = {
     metrics,
     routes,
+    admission,
     get activeStreams() {
       return active;
     },
@@ -171,6 +217,20 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
     },
   };
   return Object.assign(app, { gateway: control });
+}
+
+/** The error shape of paths that are no route: `{ error: { code, message } }`. */
+const PLAIN_ERRORS: Pick<ProviderAdapter, 'sendHttpError'> = {
+  sendHttpError(res: ServerResponse, error: unknown) {
+    const e = error as { status?: number; code?: string; message?: string };
+    res.statusCode = e.status ?? 500;
+    res.setHeader('Content-Type', 'application/json; charset=utf-8');
+    res.end(JSON.stringify({ error: { code: e.code ?? 'ERR_TIDEGATE_INTERNAL', message: e.message ?? 'error' } }));
+  },
+};
+
+function adapterFor(route: ResolvedRoute): ProviderAdapter {
+  return route.provider === 'passthrough' ? createPassthroughAdapter(route.terminator) : ADAPTERS[route.provider];
 }
 
 function isJsonObject(value: unknown): value is Record<string, unknown> {

@@ -1,9 +1,12 @@
 // Public exports of src/gateway (re-exports only).
+export { AdmissionError } from './admission';
+export type { Admission, RefusalReason, ReleaseStream } from './admission';
 export { createGatewayApp } from './app';
 export type { GatewayApp, GatewayControl, GatewayDeps } from './app';
 export {
   ConfigError,
   configSchema,
+  DEFAULT_LIMITS,
   DEFAULT_POLICY,
   DEFAULT_RETRY,
   DEFAULT_ROUTES,
@@ -14,12 +17,12 @@ export {
   readConfigFile,
   resolveRoutes,
 } from './config';
-export type { GatewayConfig, LoadConfigOptions, ResolvedRoute, RetrySettings, RouteConfig, StreamPolicy, UpstreamTimeouts } from './config';
+export type { AdmissionLimits, GatewayConfig, LoadConfigOptions, ResolvedRoute, RetrySettings, RouteConfig, StreamPolicy, UpstreamTimeouts } from './config';
 export { createLogger } from './logger';
 export type { Logger, LoggerOptions } from './logger';
 export { GatewayMetrics } from './metrics';
 export type { LiveStream, StreamSnapshot } from './metrics';
 export { relay } from './relay';
 export type { PolicyContext, RelayOptions, RelayOutcome, StreamPolicyFn } from './relay';
-export { startGateway } from './server';
+export { serverTimeouts, startGateway } from './server';
 export type { RunningGateway } from './server';

@@ -54,6 +54,8 @@ export class GatewayMetrics {
   readonly retries: Counter<'route' | 'reason'>;
   readonly ttft: Histogram<'route'>;
   readonly duration: Histogram<'route' | 'outcome'>;
+  /** Requests refused by admission control, by {@link RefusalReason}. */
+  readonly admissionRefusals: Counter<'reason'>;
   private readonly live = new Set<LiveStream>();
 
   constructor(options: { defaultMetrics?: boolean | undefined } = {}) {
@@ -92,6 +94,12 @@ export class GatewayMetrics {
       help: 'From request arrival to the end of the stream (seconds).',
       labelNames: ['route', 'outcome'],
       buckets: [0.1, 0.5, 1, 5, 10, 30, 60, 120, 300, 600],
+      registers: [registry],
+    });
+    this.admissionRefusals = new Counter({
+      name: 'tidegate_admission_refusals_total',
+      help: 'Requests refused by admission control, by reason: connections, streams, client_streams (503/429), body_too_large (413), body_timeout (408), body_encoding (415).',
+      labelNames: ['reason'],
       registers: [registry],
     });
     new Gauge({

@@ -1,5 +1,5 @@
 import http, { type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import type { Express } from 'express';
 import { createSimulator, type Simulator } from '../simulator';
 import { createGatewayApp, type GatewayApp, type GatewayDeps } from './app';
@@ -18,7 +18,8 @@ export interface RunningGateway {
   /** The embedded simulator, when no upstream URL was configured. */
   simulator?: Simulator | undefined;
   /**
-   * Graceful stop: stops accepting connections, `/readyz` answers 503, running streams may
+   * Graceful stop: stops accepting connections (idle kept-alive ones stay open, and every
+   * answer on them carries `Connection: close`), `/readyz` answers 503, running streams may
    * finish for `graceMs` (default `config.shutdown.graceMs`), the rest end with
    * `ERR_TIDEGATE_SHUTDOWN`; then idle connections and the embedded simulator are closed.
    */
@@ -42,22 +43,26 @@ export async function startGateway(config: GatewayConfig, options: Omit<GatewayD
     logger.info('simulator started', { url: upstreamUrl });
   }
   const app = createGatewayApp(config, { ...options, logger, upstreamUrl });
-  const server = http.createServer(expressServerOptions(app), app).listen(config.port, config.host);
+  const server = http.createServer({ ...expressServerOptions(app), ...serverTimeouts(config) }, app);
+  server.on('connection', (socket: net.Socket) => app.gateway.admission.trackConnection(socket));
+  server.listen(config.port, config.host);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
     server.once('error', reject);
   });
-  // Streams are long; Node's default request timeout (300 s) must not cut them.
-  server.requestTimeout = 0;
   const port = (server.address() as AddressInfo).port;
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
   logger.info('gateway listening', { url, upstream: config.upstream.url ? 'configured' : 'simulator', routes: app.gateway.routes.map((r) => `${r.methods.join('|')} ${r.path} (${r.provider})`) });
   let stopping: Promise<void> | undefined;
   const shutdown = (graceMs = config.shutdown.graceMs): Promise<void> =>
     (stopping ??= (async () => {
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeIdleConnections();
+      const closed = new Promise<void>((resolve) => server.once('close', () => resolve()));
+      // Stop accepting, but unlike http's close() (which closes idle kept-alive connections at
+      // once), net's keeps them: during the drain they get /readyz 503 with Connection: close.
+      net.Server.prototype.close.call(server);
       await app.gateway.drain(graceMs);
+      // http's close(): closes idle connections and stops the header/request timeout checks.
+      server.close();
       // Let the last frames (e.g. ERR_TIDEGATE_SHUTDOWN) flush before connections are cut.
       const poll = setInterval(() => server.closeIdleConnections(), 25);
       const flushed = await Promise.race([closed.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 1000))]);
@@ -68,6 +73,22 @@ export async function startGateway(config: GatewayConfig, options: Omit<GatewayD
       logger.info('gateway stopped');
     })());
   return { url, port, upstreamUrl, server, app, simulator, shutdown, close: () => shutdown(0) };
+}
+
+/**
+ * Node's request timeouts from `config.limits`: headers within `headersTimeoutMs`; the whole
+ * request (headers and body, not the response: a stream may last longer) within
+ * `headersTimeoutMs + requestBodyTimeoutMs` plus a second, a backstop behind the body reader's
+ * own timeout, which answers first in the route's error shape. `requestBodyTimeoutMs: 0` turns
+ * the backstop off. Timeouts are checked every second (Node's default is 30 s).
+ */
+export function serverTimeouts(config: GatewayConfig): Pick<http.ServerOptions, 'headersTimeout' | 'requestTimeout' | 'connectionsCheckingInterval'> {
+  const { headersTimeoutMs, requestBodyTimeoutMs } = config.limits;
+  return {
+    headersTimeout: headersTimeoutMs,
+    requestTimeout: requestBodyTimeoutMs === 0 ? 0 : headersTimeoutMs + requestBodyTimeoutMs + 1000,
+    connectionsCheckingInterval: 1000,
+  };
 }
 
 /**

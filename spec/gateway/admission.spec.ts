@@ -1,0 +1,249 @@
+import http from 'node:http';
+import net from 'node:net';
+import { ConfigError, DEFAULT_LIMITS, parseConfig } from '../../src/gateway/config';
+import { parsePrometheus, startTestGateway, type TestGateway } from './helpers';
+
+interface Answer {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  /** The body so far; for a 200 stream, whatever arrived before `done` was awaited. */
+  body: () => string;
+  done: Promise<void>;
+  req: http.ClientRequest;
+  reusedSocket: boolean;
+}
+
+let tg: TestGateway | undefined;
+const open: http.ClientRequest[] = [];
+const sockets: net.Socket[] = [];
+
+afterEach(async () => {
+  for (const req of open.splice(0)) req.destroy();
+  for (const s of sockets.splice(0)) s.destroy();
+  await tg?.close();
+  tg = undefined;
+});
+
+/** POSTs a chat request; resolves at the response head (the body keeps flowing into `body()`). */
+function post(port: number, path: string, headers: Record<string, string> = {}, opts: { agent?: http.Agent; tokens?: number } = {}): Promise<Answer> {
+  const payload =
+    path === '/v1/messages'
+      ? { model: `sim-synthetic-${opts.tokens ?? 1000}`, max_tokens: 4096, stream: true, messages: [{ role: 'user', content: 'hi' }] }
+      : { model: `sim-synthetic-${opts.tokens ?? 1000}`, stream: true, messages: [{ role: 'user', content: 'hi' }] };
+  return request(port, 'POST', path, { 'content-type': 'application/json', 'x-sim-tokens-per-second': '4', 'anthropic-version': '2023-06-01', ...headers }, JSON.stringify(payload), opts.agent);
+}
+
+function request(port: number, method: string, path: string, headers: Record<string, string>, body: string | undefined, agent: http.Agent | false = false): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, method, path, headers, agent }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => (text += d));
+      const done = new Promise<void>((r) => {
+        res.on('end', r);
+        res.on('close', r);
+      });
+      resolve({ status: res.statusCode ?? 0, headers: res.headers, body: () => text, done, req, reusedSocket: req.reusedSocket });
+    });
+    open.push(req);
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+async function refusals(port: number): Promise<Map<string, number>> {
+  const res = await request(port, 'GET', '/metrics', {}, undefined);
+  await res.done;
+  return parsePrometheus(res.body());
+}
+
+async function until(check: () => boolean, ms = 5000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+describe('admission: streams per client', () => {
+  it('answers 429 with Retry-After in the OpenAI error shape to a client over its cap, and admits another client', async () => {
+    tg = await startTestGateway({ config: { limits: { maxStreamsPerClient: 2, retryAfterSeconds: 3 } } });
+    const { port } = tg.gateway;
+    const a = { authorization: 'Bearer key-a' };
+    const held = [await post(port, '/v1/chat/completions', a), await post(port, '/v1/chat/completions', a)];
+    expect(held.map((h) => h.status)).toEqual([200, 200]);
+
+    const over = await post(port, '/v1/chat/completions', a);
+    await over.done;
+    expect(over.status).toBe(429);
+    expect(over.headers['retry-after']).toBe('3');
+    expect(over.headers.connection).toBe('close');
+    expect(JSON.parse(over.body())).toEqual({ error: { message: expect.stringContaining('2 concurrent streams'), type: 'tidegate_error', code: 'ERR_TIDEGATE_CLIENT_LIMIT', param: null } });
+
+    const other = await post(port, '/v1/chat/completions', { authorization: 'Bearer key-b' });
+    expect(other.status).toBe(200);
+    expect(tg.gateway.app.gateway.admission.streams).toBe(3);
+  });
+
+  it('answers 429 in the Anthropic error shape, keyed by x-api-key', async () => {
+    tg = await startTestGateway({ config: { limits: { maxStreamsPerClient: 1 } } });
+    const { port } = tg.gateway;
+    expect((await post(port, '/v1/messages', { 'x-api-key': 'k1' })).status).toBe(200);
+    const over = await post(port, '/v1/messages', { 'x-api-key': 'k1' });
+    await over.done;
+    expect(over.status).toBe(429);
+    expect(over.headers['retry-after']).toBe('1');
+    expect(JSON.parse(over.body())).toEqual({ type: 'error', error: { type: expect.any(String), message: expect.any(String), code: 'ERR_TIDEGATE_CLIENT_LIMIT' } });
+    expect((await post(port, '/v1/messages', { 'x-api-key': 'k2' })).status).toBe(200);
+  });
+
+  it('gives a client its slot back when one of its streams ends', async () => {
+    tg = await startTestGateway({ config: { limits: { maxStreamsPerClient: 1 } } });
+    const { port } = tg.gateway;
+    const first = await post(port, '/v1/chat/completions', {}, { tokens: 2 });
+    expect(first.status).toBe(200);
+    await first.done;
+    expect(first.body()).toContain('[DONE]');
+    await until(() => tg?.gateway.app.gateway.admission.streams === 0);
+    expect((await post(port, '/v1/chat/completions')).status).toBe(200);
+  });
+});
+
+describe('admission: trusted-proxy address header', () => {
+  it('ignores X-Forwarded-For unless limits.clientAddressHeader names it', async () => {
+    tg = await startTestGateway({ config: { limits: { maxStreamsPerClient: 1 } } });
+    const { port } = tg.gateway;
+    expect((await post(port, '/v1/chat/completions', { 'x-forwarded-for': '10.0.0.1' })).status).toBe(200);
+    // Same socket address, another claimed one: still the same client.
+    const over = await post(port, '/v1/chat/completions', { 'x-forwarded-for': '10.0.0.2' });
+    expect(over.status).toBe(429);
+  });
+
+  it('keys clients by the right-most entry of the configured header', async () => {
+    tg = await startTestGateway({ config: { limits: { maxStreamsPerClient: 1, clientAddressHeader: 'X-Forwarded-For' } } });
+    const { port } = tg.gateway;
+    expect((await post(port, '/v1/chat/completions', { 'x-forwarded-for': '203.0.113.7, 10.0.0.1' })).status).toBe(200);
+    expect((await post(port, '/v1/chat/completions', { 'x-forwarded-for': '203.0.113.7, 10.0.0.2' })).status).toBe(200);
+    // A left-most entry is the client's own claim: it does not make another client.
+    expect((await post(port, '/v1/chat/completions', { 'x-forwarded-for': '198.51.100.9, 10.0.0.1' })).status).toBe(429);
+  });
+});
+
+describe('admission: gateway caps', () => {
+  it('answers 503 with Retry-After once the gateway holds maxStreams', async () => {
+    tg = await startTestGateway({ config: { limits: { maxStreams: 2, maxStreamsPerClient: 10 } } });
+    const { port } = tg.gateway;
+    expect((await post(port, '/v1/chat/completions', { authorization: 'Bearer a' })).status).toBe(200);
+    expect((await post(port, '/v1/chat/completions', { authorization: 'Bearer b' })).status).toBe(200);
+    const over = await post(port, '/v1/chat/completions', { authorization: 'Bearer c' });
+    await over.done;
+    expect(over.status).toBe(503);
+    expect(over.headers['retry-after']).toBe('1');
+    expect(JSON.parse(over.body()).error).toMatchObject({ type: 'tidegate_error', code: 'ERR_TIDEGATE_OVER_CAPACITY' });
+  });
+
+  it('answers 503 and closes a connection past maxConnections, keeping the others', async () => {
+    tg = await startTestGateway({ config: { limits: { maxConnections: 2 } } });
+    const { port } = tg.gateway;
+    const admission = tg.gateway.app.gateway.admission;
+    for (let i = 0; i < 2; i++) sockets.push(net.connect(port, '127.0.0.1'));
+    await until(() => admission.connections === 2);
+    const third = net.connect(port, '127.0.0.1');
+    sockets.push(third);
+    let reply = '';
+    third.setEncoding('utf8').on('data', (d: string) => (reply += d));
+    const closed = new Promise<void>((r) => third.once('close', () => r()));
+    third.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+    await closed;
+    expect(reply).toMatch(/^HTTP\/1\.1 503 /);
+    expect(reply).toMatch(/\r\nRetry-After: 1\r\n/i);
+    expect(reply).toMatch(/\r\nConnection: close\r\n/i);
+    expect(JSON.parse(reply.slice(reply.indexOf('\r\n\r\n') + 4)).error.code).toBe('ERR_TIDEGATE_OVER_CAPACITY');
+    await until(() => admission.connections === 2);
+    // A connection within the cap is served.
+    const first = sockets[0];
+    let ok = '';
+    first.setEncoding('utf8').on('data', (d: string) => (ok += d));
+    first.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+    await until(() => ok.includes('"ok"'));
+    expect(ok).toMatch(/^HTTP\/1\.1 200 /);
+  });
+});
+
+describe('admission: metrics', () => {
+  it('counts refusals by reason in tidegate_admission_refusals_total', async () => {
+    tg = await startTestGateway({ config: { limits: { maxStreamsPerClient: 1, maxRequestBodyBytes: 1024 } } });
+    const { port } = tg.gateway;
+    expect((await post(port, '/v1/chat/completions')).status).toBe(200);
+    for (let i = 0; i < 2; i++) expect((await post(port, '/v1/chat/completions')).status).toBe(429);
+    const big = await request(port, 'POST', '/v1/chat/completions', { 'content-type': 'application/json', authorization: 'Bearer other' }, JSON.stringify({ pad: 'x'.repeat(2048) }));
+    await big.done;
+    expect(big.status).toBe(413);
+    const m = await refusals(port);
+    expect(m.get('tidegate_admission_refusals_total{reason="client_streams"}')).toBe(2);
+    expect(m.get('tidegate_admission_refusals_total{reason="body_too_large"}')).toBe(1);
+    expect(m.get('tidegate_admission_refusals_total{reason="streams"}')).toBeUndefined();
+  });
+});
+
+describe('admission: shutdown drain', () => {
+  it('answers /readyz 503 with Connection: close on a kept-alive connection that was idle at SIGTERM', async () => {
+    tg = await startTestGateway({ config: { shutdown: { graceMs: 5000 } } });
+    const { port } = tg.gateway;
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      const stream = await post(port, '/v1/chat/completions'); // keeps the drain open
+      expect(stream.status).toBe(200);
+      const before = await request(port, 'GET', '/readyz', {}, undefined, agent);
+      await before.done;
+      expect(before.status).toBe(200);
+
+      const stopping = tg.gateway.shutdown();
+      await until(() => !tg?.gateway.app.gateway.ready);
+      await new Promise((r) => setTimeout(r, 50));
+      const during = await request(port, 'GET', '/readyz', {}, undefined, agent);
+      await during.done;
+      expect(during.reusedSocket).toBe(true);
+      expect(during.status).toBe(503);
+      expect(during.headers.connection).toBe('close');
+      expect(JSON.parse(during.body())).toMatchObject({ status: 'shutting_down', activeStreams: 1 });
+      // New connections are no longer accepted.
+      await expect(request(port, 'GET', '/readyz', {}, undefined)).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+
+      stream.req.destroy();
+      await stopping;
+    } finally {
+      agent.destroy();
+    }
+  });
+});
+
+describe('admission: Node request timeout', () => {
+  it('does not cut a stream that lasts longer than the request timeout (it counts until the request is received)', async () => {
+    tg = await startTestGateway({ config: { limits: { headersTimeoutMs: 300, requestBodyTimeoutMs: 300 } } });
+    const { port, server } = tg.gateway;
+    expect(server.requestTimeout).toBe(1600);
+    const t0 = Date.now();
+    const res = await post(port, '/v1/chat/completions', { 'x-sim-tokens-per-second': '5' }, { tokens: 20 });
+    await res.done;
+    const ms = Date.now() - t0;
+    expect(res.status).toBe(200);
+    expect(res.body()).toContain('data: [DONE]');
+    // Longer than the request timeout plus two of Node's 1 s timeout checks.
+    expect(ms).toBeGreaterThan(3600);
+  }, 20_000);
+});
+
+describe('admission: limits configuration', () => {
+  it('defaults every limit and lower-cases the address header', () => {
+    expect(parseConfig({}).limits).toEqual(DEFAULT_LIMITS);
+    expect(parseConfig({ limits: { clientAddressHeader: 'X-Real-IP' } }).limits.clientAddressHeader).toBe('x-real-ip');
+  });
+
+  it('rejects a bad limit naming its field', () => {
+    expect(() => parseConfig({ limits: { maxStreamsPerClient: -1 } })).toThrow(ConfigError);
+    expect(() => parseConfig({ limits: { maxStreamsPerClient: -1 } })).toThrow(/limits\.maxStreamsPerClient/);
+    expect(() => parseConfig({ limits: { clientAddressHeader: 'bad header' } })).toThrow(/limits\.clientAddressHeader: not an HTTP header name/);
+    expect(() => parseConfig({ limits: { maxConnection: 5 } })).toThrow(/limits\.maxConnection: Unrecognized key/);
+  });
+});

@@ -1,0 +1,209 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { CLOSE_LINGER_BYTES } from '../../src/gateway/admission';
+import { startTestGateway, type TestGateway } from './helpers';
+
+const CLI = path.resolve(__dirname, '../../dist/gateway/cli.js');
+
+let tg: TestGateway | undefined;
+const sockets: net.Socket[] = [];
+const timers: NodeJS.Timeout[] = [];
+afterEach(async () => {
+  for (const t of timers.splice(0)) clearInterval(t);
+  for (const s of sockets.splice(0)) s.destroy();
+  await tg?.close();
+  tg = undefined;
+});
+
+/** A raw client socket: what it received, when it closed, and how many bytes it handed to the kernel. */
+interface RawClient {
+  socket: net.Socket;
+  reply: () => string;
+  closed: Promise<number>;
+}
+
+function connect(port: number): Promise<RawClient> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1');
+    sockets.push(socket);
+    let reply = '';
+    socket.setEncoding('utf8').on('data', (d: string) => (reply += d));
+    socket.on('error', () => {}); // EPIPE / ECONNRESET once the gateway closes: expected
+    const closed = new Promise<number>((r) => socket.once('close', () => r(Date.now())));
+    socket.once('connect', () => resolve({ socket, reply: () => reply, closed }));
+    socket.once('error', reject);
+  });
+}
+
+function head(pathname: string, headers: Record<string, string | number>): string {
+  return `POST ${pathname} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${Object.entries(headers)
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('')}\r\n`;
+}
+
+async function until(check: () => boolean, ms = 5000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+function statusOf(reply: string): number {
+  return Number(/^HTTP\/1\.1 (\d{3}) /.exec(reply)?.[1] ?? 0);
+}
+
+function bodyOf(reply: string): unknown {
+  return JSON.parse(reply.slice(reply.indexOf('\r\n\r\n') + 4));
+}
+
+/** The largest send and receive buffers Linux may autotune a TCP socket to (`tcp_wmem` / `tcp_rmem` max), bytes. */
+function kernelBufferSlack(): number {
+  const max = (file: string): number => Number(readFileSync(file, 'utf8').trim().split(/\s+/)[2]);
+  return max('/proc/sys/net/ipv4/tcp_wmem') + max('/proc/sys/net/ipv4/tcp_rmem');
+}
+
+describe('request body: size limit', () => {
+  it('refuses an endless chunked body after at most its size limit, 413 in the route shape, without reading the rest', async () => {
+    const limit = 64 * 1024;
+    tg = await startTestGateway({ config: { limits: { maxRequestBodyBytes: limit } } });
+    let readByGateway = -1;
+    tg.gateway.server.once('connection', (s: net.Socket) => s.once('close', () => (readByGateway = s.bytesRead)));
+    const client = await connect(tg.gateway.port);
+    const { socket } = client;
+    socket.write(head('/v1/chat/completions', { 'Transfer-Encoding': 'chunked' }));
+    const chunk = Buffer.alloc(16 * 1024, 0x20);
+    const frame = Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n')]);
+    let stopped = false;
+    const pump = (): void => {
+      while (!stopped && !socket.destroyed && socket.write(frame));
+    };
+    socket.on('drain', pump);
+    const t0 = Date.now();
+    pump();
+    const closedAt = await Promise.race([client.closed, new Promise<number>((r) => timers.push(setTimeout(() => r(-1), 10_000)))]);
+    stopped = true;
+    expect(closedAt).toBeGreaterThan(0);
+    const sent = socket.bytesWritten;
+    // What the gateway read (≤ limit + one 64 KiB socket read + the linger's discard) plus what both kernels may hold:
+    // the client's send buffer and the gateway's receive buffer at their autotuned maxima.
+    const slack = 64 * 1024 + frame.length + CLOSE_LINGER_BYTES + kernelBufferSlack();
+    await until(() => readByGateway >= 0);
+    console.log(`endless chunked body: gateway read ${readByGateway} bytes, client sent ${sent} bytes before close (limit ${limit}, allowed ${limit + slack}) in ${closedAt - t0} ms`);
+    expect(sent).toBeLessThanOrEqual(limit + slack);
+    // The gateway itself read at most the limit, one socket read (64 KiB), the head, and what its
+    // lingering close discards after the answer (bounded, never buffered).
+    expect(readByGateway).toBeLessThanOrEqual(limit + 64 * 1024 + 1024 + CLOSE_LINGER_BYTES + 64 * 1024);
+    expect(statusOf(client.reply())).toBe(413);
+    expect(client.reply()).toMatch(/\r\nConnection: close\r\n/i);
+    expect(bodyOf(client.reply())).toEqual({ error: { message: `the request body is larger than ${limit} bytes`, type: 'tidegate_error', code: 'ERR_TIDEGATE_BODY_TOO_LARGE', param: null } });
+  });
+
+  it('refuses a declared Content-Length over the limit at once, before any body byte', async () => {
+    tg = await startTestGateway({ config: { limits: { maxRequestBodyBytes: 1024, requestBodyTimeoutMs: 20_000 } } });
+    const client = await connect(tg.gateway.port);
+    const t0 = Date.now();
+    client.socket.write(head('/v1/messages', { 'Content-Length': 10 * 1024 * 1024, 'anthropic-version': '2023-06-01' }));
+    const closedAt = await client.closed;
+    expect(closedAt - t0).toBeLessThan(2000);
+    expect(statusOf(client.reply())).toBe(413);
+    expect(bodyOf(client.reply())).toMatchObject({ type: 'error', error: { code: 'ERR_TIDEGATE_BODY_TOO_LARGE' } });
+  });
+
+  it('refuses a compressed body with 415 (an inflated body would escape the limit)', async () => {
+    tg = await startTestGateway();
+    const client = await connect(tg.gateway.port);
+    client.socket.write(`${head('/v1/chat/completions', { 'Content-Length': 4, 'Content-Encoding': 'gzip' })}abcd`);
+    await client.closed;
+    expect(statusOf(client.reply())).toBe(415);
+    expect(bodyOf(client.reply())).toMatchObject({ error: { code: 'ERR_TIDEGATE_BODY_ENCODING' } });
+  });
+
+  it('closes the connection after answering a body sent to no route, without draining it', async () => {
+    tg = await startTestGateway();
+    const client = await connect(tg.gateway.port);
+    client.socket.write(head('/nowhere', { 'Transfer-Encoding': 'chunked' }));
+    const frame = `4000\r\n${' '.repeat(0x4000)}\r\n`;
+    const drip = setInterval(() => client.socket.writable && client.socket.write(frame), 5);
+    timers.push(drip);
+    const closedAt = await Promise.race([client.closed, new Promise<number>((r) => timers.push(setTimeout(() => r(-1), 5000)))]);
+    expect(closedAt).toBeGreaterThan(0);
+    expect(statusOf(client.reply())).toBe(404);
+  });
+});
+
+describe('request body: timeout', () => {
+  it('answers 408 in the route shape and closes the connection when the body does not arrive in time', async () => {
+    tg = await startTestGateway({ config: { limits: { requestBodyTimeoutMs: 500 } } });
+    const client = await connect(tg.gateway.port);
+    const t0 = Date.now();
+    client.socket.write(`${head('/v1/messages', { 'Content-Length': 100, 'anthropic-version': '2023-06-01' })}{"model":`);
+    const closedAt = await client.closed;
+    expect(closedAt - t0).toBeGreaterThanOrEqual(450);
+    expect(closedAt - t0).toBeLessThan(2000);
+    expect(statusOf(client.reply())).toBe(408);
+    expect(client.reply()).toMatch(/\r\nConnection: close\r\n/i);
+    expect(bodyOf(client.reply())).toEqual({ type: 'error', error: { type: expect.any(String), message: 'the request body did not arrive within 500 ms', code: 'ERR_TIDEGATE_BODY_TIMEOUT' } });
+  });
+
+  it('closes 100 slow bodies (stalled or dripping) within the timeout, with bounded memory in a gateway process', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'tidegate-body-'));
+    const timeoutMs = 1000;
+    writeFileSync(path.join(dir, 'config.json'), JSON.stringify({ port: 0, limits: { requestBodyTimeoutMs: timeoutMs } }));
+    const child: ChildProcess = spawn(process.execPath, [CLI, '--config', path.join(dir, 'config.json')], { env: { ...process.env, PORT: '0', LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const rss = (): number => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? NaN) * 1024;
+    try {
+      let out = '';
+      child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+      const deadline = Date.now() + 10_000;
+      let port = 0;
+      while (port === 0) {
+        const m = /"url":"http:\/\/127\.0\.0\.1:(\d+)"/.exec(out.split('\n').find((l) => l.includes('gateway listening')) ?? '');
+        if (m) port = Number(m[1]);
+        else if (Date.now() > deadline || child.exitCode !== null) throw new Error(`gateway did not start: ${out}`);
+        else await new Promise((r) => setTimeout(r, 20));
+      }
+      const rssBefore = rss();
+      let rssPeak = rssBefore;
+      const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, rss())), 50);
+      timers.push(sampler);
+
+      const declared = 4 * 1024 * 1024 - 1; // within the default 4 MiB limit
+      const clients: { client: RawClient; sentAt: number }[] = [];
+      for (let i = 0; i < 100; i++) {
+        const client = await connect(port);
+        const sentAt = Date.now();
+        client.socket.write(head('/v1/chat/completions', { 'Content-Length': declared }));
+        if (i % 2 === 0) {
+          client.socket.write(Buffer.alloc(1024 * 1024, 0x20)); // part of the body, then nothing
+        } else {
+          const drip = setInterval(() => client.socket.writable && client.socket.write(' '), 100);
+          timers.push(drip);
+          client.socket.once('close', () => clearInterval(drip));
+        }
+        clients.push({ client, sentAt });
+      }
+      const closedAt = await Promise.all(clients.map(({ client }) => Promise.race([client.closed, new Promise<number>((r) => timers.push(setTimeout(() => r(-1), 10_000)))])));
+      clearInterval(sampler);
+      const lifetimes = closedAt.map((t, i) => (t < 0 ? Infinity : t - clients[i].sentAt));
+      const statuses = clients.map(({ client }) => statusOf(client.reply()));
+      const growthMb = (rssPeak - rssBefore) / 2 ** 20;
+      console.log(
+        `100 slow bodies: longest open ${Math.max(...lifetimes)} ms (timeout ${timeoutMs} ms), 408 answers ${statuses.filter((s) => s === 408).length}/100, RSS ${(rssBefore / 2 ** 20).toFixed(0)} -> peak ${(rssPeak / 2 ** 20).toFixed(0)} MB (+${growthMb.toFixed(0)} MB)`,
+      );
+      // Each closes at its timeout; 2 s of slack for a shared 2-core machine running other suites
+      // (without a body timeout none would close before the 10 s bound above).
+      expect(Math.max(...lifetimes)).toBeLessThan(timeoutMs + 2000);
+      expect(Math.min(...lifetimes)).toBeGreaterThanOrEqual(timeoutMs - 50);
+      expect(statuses.every((s) => s === 408)).toBe(true);
+      expect(growthMb).toBeLessThanOrEqual(150);
+    } finally {
+      child.kill('SIGKILL');
+      await new Promise((r) => (child.exitCode !== null ? r(undefined) : child.once('exit', r)));
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 30_000);
+});

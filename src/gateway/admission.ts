@@ -1,0 +1,209 @@
+import { createHash } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { isIP, type Socket } from 'node:net';
+import { TidegateError } from '../errors';
+import type { ProviderAdapter } from '../upstream/providers/types';
+import type { AdmissionLimits } from './config';
+import type { GatewayMetrics } from './metrics';
+
+/** Why a request was refused; the `reason` label of `tidegate_admission_refusals_total`. */
+export type RefusalReason = 'connections' | 'streams' | 'client_streams' | 'body_too_large' | 'body_timeout' | 'body_encoding';
+
+/**
+ * A request refused before it reached the upstream. `status` is the HTTP status the client gets
+ * (413, 408, 415, 429, 503); `retryAfterSeconds`, when set, is sent as `Retry-After`.
+ *
+ * | code | status | reason |
+ * | --- | --- | --- |
+ * | `ERR_TIDEGATE_BODY_TOO_LARGE` | 413 | `body_too_large` |
+ * | `ERR_TIDEGATE_BODY_TIMEOUT` | 408 | `body_timeout` |
+ * | `ERR_TIDEGATE_BODY_ENCODING` | 415 | `body_encoding` |
+ * | `ERR_TIDEGATE_CLIENT_LIMIT` | 429 | `client_streams` |
+ * | `ERR_TIDEGATE_OVER_CAPACITY` | 503 | `connections`, `streams` |
+ */
+export class AdmissionError extends TidegateError {
+  constructor(
+    code: string,
+    message: string,
+    readonly status: number,
+    readonly reason: RefusalReason,
+    readonly retryAfterSeconds?: number | undefined,
+  ) {
+    super(code, message);
+    this.name = 'AdmissionError';
+  }
+}
+
+/** Ends a stream slot taken by {@link Admission.admitStream}; calling it again does nothing. */
+export type ReleaseStream = () => void;
+
+/** Connection and stream caps of one gateway app, with the refusals they answer. */
+export interface Admission {
+  /**
+   * Counts a new client connection (`server.on('connection', …)`) until it closes. A connection
+   * past `maxConnections` is kept only to answer its first request with 503 and close.
+   */
+  trackConnection(socket: Socket): void;
+  /** Open client connections counted now. */
+  readonly connections: number;
+  /** Streams admitted and not yet released. */
+  readonly streams: number;
+  /** `undefined` when the request's connection is within `maxConnections`, else the 503 to answer. */
+  checkConnection(req: IncomingMessage): AdmissionError | undefined;
+  /**
+   * Takes a stream slot for the request's client: a release function, or the refusal (503 when
+   * the gateway holds `maxStreams`, 429 when this client holds `maxStreamsPerClient`).
+   */
+  admitStream(req: IncomingMessage): ReleaseStream | AdmissionError;
+  /**
+   * Answers `error` in the route's error shape (`adapter.sendHttpError`) with `Connection: close`
+   * and `Retry-After` when it has one, counts it by reason, and closes the connection once the
+   * answer is flushed (the unread rest of a body is never read).
+   */
+  refuse(req: IncomingMessage, res: ServerResponse, adapter: Pick<ProviderAdapter, 'sendHttpError'>, error: AdmissionError): void;
+}
+
+/** After a refusal, bytes still arriving are discarded for at most this long, ms, … */
+export const CLOSE_LINGER_MS = 1000;
+/** … and at most this many bytes; then the socket is destroyed. */
+export const CLOSE_LINGER_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Admission control, as nginx's `limit_conn` and Envoy's overload manager do it: caps on open
+ * connections, on concurrent streams and on concurrent streams per client, each refused in the
+ * client's protocol with `Retry-After`. A client is keyed by {@link clientKeyOf}.
+ *
+ * The counts live in this object: one per gateway app. A slot is held from admission (before
+ * the body is read) until the stream's release, so bodies in flight count too.
+ *
+ * @example
+ * const admission = createAdmission(config.limits, metrics);
+ * server.on('connection', (socket) => admission.trackConnection(socket));
+ * const release = admission.admitStream(req);
+ * if (release instanceof AdmissionError) return admission.refuse(req, res, adapter, release);
+ */
+export function createAdmission(limits: AdmissionLimits, metrics: GatewayMetrics): Admission {
+  let connections = 0;
+  let streams = 0;
+  const perClient = new Map<string, number>();
+  const overCap = new WeakSet<Socket>();
+  const retryAfter = limits.retryAfterSeconds;
+
+  return {
+    get connections() {
+      return connections;
+    },
+    get streams() {
+      return streams;
+    },
+    trackConnection(socket) {
+      if (limits.maxConnections > 0 && connections >= limits.maxConnections) overCap.add(socket);
+      connections++;
+      socket.once('close', () => connections--);
+    },
+    checkConnection(req) {
+      if (!overCap.has(req.socket)) return undefined;
+      return new AdmissionError('ERR_TIDEGATE_OVER_CAPACITY', `the gateway holds its ${limits.maxConnections} connections; retry later`, 503, 'connections', retryAfter);
+    },
+    admitStream(req) {
+      if (limits.maxStreams > 0 && streams >= limits.maxStreams) {
+        return new AdmissionError('ERR_TIDEGATE_OVER_CAPACITY', `the gateway holds its ${limits.maxStreams} streams; retry later`, 503, 'streams', retryAfter);
+      }
+      const key = clientKeyOf(req, limits.clientAddressHeader);
+      const held = perClient.get(key) ?? 0;
+      if (limits.maxStreamsPerClient > 0 && held >= limits.maxStreamsPerClient) {
+        return new AdmissionError('ERR_TIDEGATE_CLIENT_LIMIT', `this client holds its ${limits.maxStreamsPerClient} concurrent streams; retry when one ends`, 429, 'client_streams', retryAfter);
+      }
+      streams++;
+      perClient.set(key, held + 1);
+      let released = false;
+      return () => {
+        if (released) return;
+        released = true;
+        streams--;
+        const left = (perClient.get(key) ?? 1) - 1;
+        if (left > 0) perClient.set(key, left);
+        else perClient.delete(key);
+      };
+    },
+    refuse(req, res, adapter, error) {
+      metrics.admissionRefusals.inc({ reason: error.reason });
+      if (res.headersSent) {
+        req.socket.destroy();
+        return;
+      }
+      res.setHeader('Connection', 'close');
+      if (error.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(error.retryAfterSeconds));
+      closeAfterResponse(req, res);
+      adapter.sendHttpError(res, error);
+    },
+  };
+}
+
+/**
+ * Closes the request's connection once `res` is flushed, as nginx's lingering close does: FIN
+ * after the answer, then what the client still sends is discarded (never buffered) until it
+ * closes, for at most {@link CLOSE_LINGER_MS} and {@link CLOSE_LINGER_BYTES}, then the socket is
+ * destroyed. Node's own close after `Connection: close` (`destroySoon()`) would send a RST while
+ * body bytes are unread, and a client still uploading could lose the answer to it.
+ */
+export function closeAfterResponse(req: IncomingMessage, res: ServerResponse): void {
+  const socket = req.socket;
+  let lingering = false;
+  const linger = (): void => {
+    if (lingering || socket.destroyed) return;
+    lingering = true;
+    socket.end();
+    req.removeAllListeners('data');
+    req.resume();
+    const from = socket.bytesRead;
+    const until = Date.now() + CLOSE_LINGER_MS;
+    const timer = setInterval(() => {
+      if (Date.now() >= until || socket.bytesRead - from > CLOSE_LINGER_BYTES) socket.destroy();
+    }, 25);
+    socket.once('close', () => clearInterval(timer));
+  };
+  socket.destroySoon = linger;
+  res.once('finish', linger);
+}
+
+/** The request declares a body (`Transfer-Encoding` or a non-zero `Content-Length`) not yet read to its end. */
+export function hasUnreadBody(req: IncomingMessage): boolean {
+  if (req.complete) return false;
+  return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+}
+
+/**
+ * The key a client's streams are counted under:
+ * - `key:<sha256 of the credential, 16 hex>` when it sends `Authorization: Bearer …` or
+ *   `x-api-key` (the credential itself is never kept or logged);
+ * - else `addr:<address>`: the right-most entry of `clientAddressHeader` when that is configured
+ *   and holds an IP address (the entry the closest proxy appended), else the socket's peer.
+ */
+export function clientKeyOf(req: IncomingMessage, clientAddressHeader?: string | undefined): string {
+  const credential = credentialOf(req);
+  if (credential !== undefined) return `key:${createHash('sha256').update(credential).digest('hex').slice(0, 16)}`;
+  return `addr:${clientAddressOf(req, clientAddressHeader)}`;
+}
+
+/** The client's address: see {@link clientKeyOf}. */
+export function clientAddressOf(req: IncomingMessage, clientAddressHeader?: string | undefined): string {
+  if (clientAddressHeader !== undefined) {
+    const raw = req.headers[clientAddressHeader];
+    const value = Array.isArray(raw) ? raw.join(',') : raw;
+    const last = value?.split(',').pop()?.trim();
+    if (last !== undefined && isIP(last) !== 0) return last;
+  }
+  return req.socket.remoteAddress ?? 'unknown';
+}
+
+function credentialOf(req: IncomingMessage): string | undefined {
+  const auth = req.headers.authorization;
+  if (auth !== undefined) {
+    const m = /^Bearer\s+(\S+)/i.exec(auth);
+    if (m) return m[1];
+  }
+  const key = req.headers['x-api-key'];
+  const k = Array.isArray(key) ? key[0] : key;
+  return k !== undefined && k !== '' ? k : undefined;
+}

@@ -1,0 +1,86 @@
+import type { IncomingMessage } from 'node:http';
+import { AdmissionError } from './admission';
+
+/** Bounds of {@link readRequestBody}. */
+export interface RequestBodyLimits {
+  /** Largest body accepted, bytes. */
+  maxBytes: number;
+  /** The whole body must arrive within this of the call, ms (0 disables). */
+  timeoutMs: number;
+}
+
+/** The client went away before its body was complete: there is no one to answer. */
+export class RequestBodyAbortedError extends Error {
+  readonly code = 'ERR_TIDEGATE_CLIENT_CLOSED';
+}
+
+/**
+ * Reads a request body into one Buffer, refusing it as soon as it is known to be too big or too
+ * slow, without reading the rest:
+ *
+ * - `Content-Length` over `maxBytes`: rejects at once with 413 `ERR_TIDEGATE_BODY_TOO_LARGE`;
+ * - bytes read passing `maxBytes` (a chunked or lying body): stops reading, rejects with 413;
+ * - not all of it within `timeoutMs`: stops reading, rejects with 408 `ERR_TIDEGATE_BODY_TIMEOUT`;
+ * - `Content-Encoding` other than `identity`: rejects at once with 415 `ERR_TIDEGATE_BODY_ENCODING`
+ *   (an inflated body would escape `maxBytes`);
+ * - the client closing first: rejects with {@link RequestBodyAbortedError}.
+ *
+ * Resolves `undefined` when the request has no body (no `Transfer-Encoding`, no or zero
+ * `Content-Length`). On a rejection the request is paused and its listeners removed: whoever
+ * answers should close the connection (`admission.refuse()` does).
+ *
+ * Demand: reads the socket at its own pace until `maxBytes` or the end. Discard: on a rejection,
+ * the chunks read so far are dropped; unread bytes stay in the kernel until the socket closes.
+ */
+export function readRequestBody(req: IncomingMessage, limits: RequestBodyLimits): Promise<Buffer | undefined> {
+  const encoding = req.headers['content-encoding']?.trim().toLowerCase();
+  if (encoding !== undefined && encoding !== '' && encoding !== 'identity') {
+    return Promise.reject(new AdmissionError('ERR_TIDEGATE_BODY_ENCODING', `request bodies are read as sent; Content-Encoding ${encoding} is not accepted`, 415, 'body_encoding'));
+  }
+  const declared = req.headers['content-length'] === undefined ? undefined : Number(req.headers['content-length']);
+  if (declared !== undefined && declared > limits.maxBytes) return Promise.reject(tooLarge(limits.maxBytes));
+  if (req.headers['transfer-encoding'] === undefined && (declared === undefined || declared === 0)) return Promise.resolve(undefined);
+
+  return new Promise<Buffer | undefined>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let length = 0;
+    let timer: NodeJS.Timeout | undefined;
+    const teardown = (): void => {
+      clearTimeout(timer);
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('close', onClose);
+      req.off('error', onClose);
+    };
+    const fail = (err: Error): void => {
+      teardown();
+      req.pause();
+      chunks.length = 0;
+      reject(err);
+    };
+    const onData = (chunk: Buffer): void => {
+      length += chunk.length;
+      if (length > limits.maxBytes) fail(tooLarge(limits.maxBytes));
+      else chunks.push(chunk);
+    };
+    const onEnd = (): void => {
+      teardown();
+      resolve(length === 0 ? undefined : Buffer.concat(chunks, length));
+    };
+    const onClose = (): void => fail(new RequestBodyAbortedError('the client closed the connection before its request body was complete'));
+    if (limits.timeoutMs > 0) {
+      timer = setTimeout(
+        () => fail(new AdmissionError('ERR_TIDEGATE_BODY_TIMEOUT', `the request body did not arrive within ${limits.timeoutMs} ms`, 408, 'body_timeout')),
+        limits.timeoutMs,
+      );
+    }
+    req.on('data', onData);
+    req.once('end', onEnd);
+    req.once('close', onClose);
+    req.once('error', onClose);
+  });
+}
+
+function tooLarge(maxBytes: number): AdmissionError {
+  return new AdmissionError('ERR_TIDEGATE_BODY_TOO_LARGE', `the request body is larger than ${maxBytes} bytes`, 413, 'body_too_large');
+}
