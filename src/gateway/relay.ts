@@ -22,6 +22,7 @@ import { withRetries } from '../upstream/retry';
 import { watchAbort } from './abort-watch';
 import type { ResolvedRoute } from './config';
 import type { Logger } from './logger';
+import { upstreamUrl } from './upstream-url';
 import type { GatewayMetrics } from './metrics';
 
 /** How a relayed request ended, as logged (`outcome`) and counted (`tidegate_streams_total`). */
@@ -516,16 +517,6 @@ function wireBytes(e: GatewayEvent): number {
   const w = e.wire;
   if (w instanceof SseFrame) return w.bytes.length;
   return Buffer.byteLength(w.data ?? '') + (w.event ? w.event.length + 8 : 0) + (w.id ? Buffer.byteLength(w.id) + 5 : 0) + 8;
-}
-
-function upstreamUrl(route: ResolvedRoute & { url: string }, req: Request): string {
-  if (route.provider !== 'passthrough') return route.url;
-  const q = req.originalUrl.indexOf('?');
-  if (q < 0) return route.url;
-  const url = new URL(route.url);
-  const extra = new URLSearchParams(req.originalUrl.slice(q + 1));
-  for (const [k, v] of extra) url.searchParams.append(k, v);
-  return url.toString();
 }
 
 /** Forwarded client headers (allow-list, hop-by-hop never), then static headers, then the configured credential. */
