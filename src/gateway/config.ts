@@ -64,10 +64,16 @@ const retryShape = {
   maxDelayMs: int(0),
   /** A longer `Retry-After` is not waited for, ms. */
   maxRetryAfterMs: int(0),
+  /**
+   * Resumable routes: reconnects of one stream in all (delivered events do not reset it); the
+   * delay grows with each (from `baseDelayMs`, never below the upstream's `retry:`). Once spent
+   * the stream ends with an `ERR_TIDEGATE_UPSTREAM_RESET` error event. 0: never reconnect.
+   */
+  maxReconnects: int(0).max(1000),
 };
 
 /** Retry defaults. */
-export const DEFAULT_RETRY: RetrySettings = { maxAttempts: 3, baseDelayMs: 250, maxDelayMs: 8000, maxRetryAfterMs: 30_000 };
+export const DEFAULT_RETRY: RetrySettings = { maxAttempts: 3, baseDelayMs: 250, maxDelayMs: 8000, maxRetryAfterMs: 30_000, maxReconnects: 10 };
 
 const headerName = z
   .string()
