@@ -138,8 +138,15 @@ export const configSchema = z
       .prefault({}),
     playground: z
       .object({
-        /** Serve the live backpressure playground at `/playground`. */
-        enabled: z.boolean().default(true),
+        /**
+         * Serve the live backpressure playground at `/playground`. Default (unset): only when
+         * `host` is a loopback address (127.0.0.0/8, ::1, localhost); `true` serves it on any address.
+         */
+        enabled: z.boolean().optional(),
+        /** Telemetry subscribers of one run at once; more get 429 with `Retry-After`. */
+        maxTelemetrySubscribers: int(1).max(100_000).default(16),
+        /** Unfinished runs per client address at once; more get 429 with `Retry-After`. */
+        maxRunsPerClient: int(1).max(1000).default(2),
       })
       .strict()
       .prefault({}),
