@@ -16,6 +16,13 @@ const policyShape = {
   stallTimeoutMs: int(0),
   /** `: ping` after this much silence, ms (0 disables). */
   heartbeatMs: int(0),
+  /**
+   * Streaming requests: commit `200 text/event-stream` and start `: ping` heartbeats when the
+   * upstream's status line has not arrived this long after the request, ms (0 = off: headers wait
+   * for the upstream, so its errors keep their HTTP status). After an early commit an upstream
+   * error (a 429, a 5xx after retries) reaches the client as the provider's SSE error event.
+   */
+  earlyCommitMs: int(0),
   /** Max bytes of one upstream SSE event. */
   maxEventBytes: int(1024),
   /** `limitRate(n)` on the events: at most n requested upstream at once (0 = off). */
@@ -35,6 +42,7 @@ export const DEFAULT_POLICY: StreamPolicy = {
   overflow: 'pause',
   stallTimeoutMs: 30_000,
   heartbeatMs: 15_000,
+  earlyCommitMs: 0,
   maxEventBytes: 1024 * 1024,
   limitRate: 0,
   relay: 'bytes',

@@ -22,6 +22,7 @@ import { withRetries } from '../upstream/retry';
 import { watchAbort } from './abort-watch';
 import type { ResolvedRoute } from './config';
 import type { Logger } from './logger';
+import { scheduleEarlyCommit, type EarlyCommit } from './early-commit';
 import { upstreamUrl } from './upstream-url';
 import type { GatewayMetrics } from './metrics';
 
@@ -100,8 +101,10 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
   const unregister = options.register(abortAll);
   const totalMs = route.timeouts.totalMs;
   const totalTimer = totalMs > 0 ? setTimeout(() => abortAll(new TimeoutError('total', totalMs, `stream exceeded its total time of ${totalMs} ms`)), totalMs) : undefined;
+  /** Headers committed before the upstream answered (`policy.earlyCommitMs`), with heartbeats. */
+  let early: EarlyCommit | undefined;
   const onClientClose = (): void => {
-    if (!res.headersSent && !upstreamAbort.signal.aborted) upstreamAbort.abort(new ClientClosedError());
+    if ((!res.headersSent || early?.committed === true) && !upstreamAbort.signal.aborted) upstreamAbort.abort(new ClientClosedError());
   };
   res.once('close', onClientClose);
   metrics.activeStreams.inc({ route: route.path });
@@ -132,6 +135,7 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
     const json = route.provider !== 'passthrough' && isObject(body) ? body : undefined;
     const clientWantsStream = route.provider === 'passthrough' || json?.stream === true;
     const streaming = clientWantsStream && (route.stream || route.provider === 'passthrough');
+    if (streaming) early = scheduleEarlyCommit(res, { afterMs: route.policy.earlyCommitMs, heartbeatMs: route.policy.heartbeatMs, headers: { 'X-Tidegate-Stream-Id': streamId } });
     let requestBody: string | Buffer | undefined;
     if (json !== undefined) requestBody = JSON.stringify(clientWantsStream && !streaming && adapter.nonStreamBody ? adapter.nonStreamBody(json) : json);
     else if (Buffer.isBuffer(body) && body.length > 0) requestBody = body;
@@ -287,6 +291,7 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
         heldReadDemand: gate?.heldDemand,
       }),
     });
+    early?.stop();
     handle = sendFlow(res, flow, {
       prefetch: frameBytes === undefined ? route.policy.prefetch : FRAME_PREFETCH,
       // An event's wire frame is its decoded fields re-encoded: at most its upstream size and a few bytes.
@@ -328,7 +333,7 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
         if (err.retryAfterMs !== undefined) res.setHeader('Retry-After', String(Math.ceil(err.retryAfterMs / 1000)));
         res.end(err.body);
       } else adapter.sendHttpError(res, err);
-    }
+    } else if (!clientGone && early?.committed === true) early.fail(err, (e) => adapter.formatError(e));
     finish(clientGone ? 'client_closed' : errorOutcome(err), {
       status: clientGone ? 499 : res.statusCode,
       errorCode: codeOf(err),
@@ -337,6 +342,7 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
     });
   } finally {
     if (totalTimer !== undefined) clearTimeout(totalTimer);
+    early?.stop();
     // The stream is over: an upstream body nobody read to its end (a policy that never subscribed
     // to the events, an answer sent before the stream started) is closed with its call's timers.
     if (!upstreamAbort.signal.aborted) upstreamAbort.abort();
