@@ -52,6 +52,21 @@ export interface ConnectSseOptions {
   reconnect?: boolean | undefined;
   /** Failed attempts in a row (connections and reconnects) before the flow fails (default `Infinity`). An event delivered resets the count. */
   maxAttempts?: number | undefined;
+  /**
+   * Reconnects over the stream's whole life (default `Infinity`): unlike `maxAttempts`, a delivered
+   * event does not reset the count, so a server that sends an event and then drops or goes silent
+   * on every connection is not reconnected forever. Reaching it fails the flow with
+   * `SseConnectionError` (message names the budget, `cause` the last failure). 0: never reconnect.
+   */
+  maxReconnects?: number | undefined;
+  /**
+   * What the backoff's exponent counts (default `'failures'`): `'failures'` in a row (an event
+   * resets it, as EventSource), or every reconnect of the stream (`'reconnects'`): then the delay
+   * grows with each reconnect even when every connection delivered an event, and it is never
+   * below the server's `retry:` (window `base * 2^(n-1)`, delay uniform in its upper half, at
+   * least `retry:` and `Retry-After`).
+   */
+  backoffGrowth?: 'failures' | 'reconnects' | undefined;
   /** Base of the exponential backoff when the server sent no `retry:` field (default 1000 ms). */
   initialDelayMs?: number | undefined;
   /** Ceiling of the backoff window (default 30000 ms). A `Retry-After` may exceed it. */
@@ -102,7 +117,8 @@ export interface ConnectSseOptions {
  * type, fails at once with {@link SseHttpError} (status, capped body).
  * Reconnection: after a network error, an EOF without a terminal event, or an idle timeout;
  * exponential backoff with full jitter from the server's `retry:` (else `initialDelayMs`),
- * capped at `maxDelayMs`, at most `maxAttempts` failures in a row. The partial event of a dropped
+ * capped at `maxDelayMs`, at most `maxAttempts` failures in a row and `maxReconnects` reconnects in
+ * all (see `backoffGrowth` for a delay that grows across delivered events). The partial event of a dropped
  * connection is discarded (§9.2.6), the next request carries `Last-Event-ID`, and the new
  * connection's events keep the last event ID until the server sends another.
  *
@@ -150,6 +166,8 @@ export interface ResolvedSseOptions {
   lastEventId: string;
   reconnect: boolean;
   maxAttempts: number;
+  maxReconnects: number;
+  backoffGrowth: 'failures' | 'reconnects';
   initialDelayMs: number;
   maxDelayMs: number;
   idleTimeoutMs: number | undefined;
@@ -176,6 +194,14 @@ export function resolveOptions(url: string | URL, options: ConnectSseOptions): R
   const nonNegative = (name: string, v: number | undefined): void => {
     if (v !== undefined && !(Number.isFinite(v) && v >= 0)) throw new RangeError(`connectSse: ${name} must be a finite number >= 0, got ${v}`);
   };
+  const maxReconnects = options.maxReconnects ?? Infinity;
+  if (!(maxReconnects === Infinity || (Number.isInteger(maxReconnects) && maxReconnects >= 0))) {
+    throw new RangeError(`connectSse: maxReconnects must be an integer >= 0 or Infinity, got ${maxReconnects}`);
+  }
+  const backoffGrowth = options.backoffGrowth ?? 'failures';
+  if (backoffGrowth !== 'failures' && backoffGrowth !== 'reconnects') {
+    throw new RangeError(`connectSse: backoffGrowth must be 'failures' or 'reconnects', got ${String(backoffGrowth)}`);
+  }
   nonNegative('initialDelayMs', options.initialDelayMs);
   nonNegative('maxDelayMs', options.maxDelayMs);
   if (options.idleTimeoutMs !== undefined && !(Number.isFinite(options.idleTimeoutMs) && options.idleTimeoutMs > 0)) {
@@ -195,6 +221,8 @@ export function resolveOptions(url: string | URL, options: ConnectSseOptions): R
     lastEventId,
     reconnect: options.reconnect ?? true,
     maxAttempts,
+    maxReconnects,
+    backoffGrowth,
     initialDelayMs: options.initialDelayMs ?? 1000,
     maxDelayMs: options.maxDelayMs ?? 30_000,
     idleTimeoutMs: options.idleTimeoutMs,
@@ -237,6 +265,8 @@ export class SseSession implements Subscription {
   private lastEventId: string;
   private serverRetryMs: number | undefined;
   private failures = 0;
+  /** Reconnects scheduled over the session's life (not reset by events). */
+  private reconnects = 0;
   private connections = 0;
   private readonly onAbort = (): void => this.finish(true, this.options.signal?.reason);
 
@@ -447,7 +477,12 @@ export class SseSession implements Subscription {
       this.finish(true, asFinalError(error, attempts));
       return;
     }
-    const delayMs = backoffDelayMs({
+    if (this.reconnects >= this.options.maxReconnects) {
+      this.finish(true, budgetSpentError(error, attempts, this.options.maxReconnects));
+      return;
+    }
+    this.reconnects++;
+    const delayMs = this.options.backoffGrowth === 'reconnects' ? this.growingDelayMs(retryAfterMs) : backoffDelayMs({
       attempt: attempts,
       baseMs: this.serverRetryMs ?? this.options.initialDelayMs,
       maxDelayMs: this.options.maxDelayMs,
@@ -467,6 +502,20 @@ export class SseSession implements Subscription {
       this.backoffTimer = undefined;
       if (this.state === 'waiting') this.connect();
     }, Math.min(delayMs, MAX_TIMER_MS));
+  }
+
+  /**
+   * `backoffGrowth: 'reconnects'`: the window `base * 2^(reconnects-1)` (capped at `maxDelayMs`,
+   * but never below the server's `retry:`), the delay uniform in its upper half ("equal jitter"),
+   * so it grows with every reconnect; at least `retry:` and `Retry-After`.
+   */
+  private growingDelayMs(retryAfterMs: number | undefined): number {
+    const retryMs = this.serverRetryMs;
+    const base = retryMs ?? this.options.initialDelayMs;
+    const window = Math.max(Math.min(this.options.maxDelayMs, base * 2 ** Math.min(this.reconnects - 1, 52)), retryMs ?? 0);
+    const r = Math.min(Math.max(this.options.random(), 0), 1);
+    const delay = Math.floor(window / 2 + (r * window) / 2);
+    return Math.max(delay, retryMs ?? 0, retryAfterMs ?? 0);
   }
 
   private notifyOpen(response: SseFetchResponse): void {
@@ -586,6 +635,12 @@ function asFinalError(error: unknown, attempts: number): unknown {
   if (error instanceof SseHttpError || error instanceof TimeoutError) return error;
   const message = error instanceof Error ? error.message : String(error);
   return new SseConnectionError(`SSE connection failed: ${message}`, attempts, { cause: error });
+}
+
+/** The error a session ends with once `maxReconnects` reconnects were made. */
+function budgetSpentError(error: unknown, attempts: number, maxReconnects: number): SseConnectionError {
+  const last = error === undefined ? 'the stream ended before a terminal event' : error instanceof Error ? error.message : String(error);
+  return new SseConnectionError(`SSE reconnect budget of ${maxReconnects} spent; last failure: ${last}`, attempts, { cause: error });
 }
 
 const noop = (): void => undefined;

@@ -1,6 +1,7 @@
 import { setMaxListeners } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import { playgroundRouter } from '../playground';
+import { playgroundEnabled } from '../playground/exposure';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import { ShutdownError } from '../errors';
 import { anthropicAdapter } from '../upstream/providers/anthropic';
@@ -88,7 +89,9 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
   app.get('/readyz', (_req, res) => {
     res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'shutting_down', activeStreams: active });
   });
-  const playground = config.playground.enabled ? playgroundRouter() : undefined;
+  const playground = playgroundEnabled(config.playground.enabled, config.host)
+    ? playgroundRouter({ maxTelemetrySubscribers: config.playground.maxTelemetrySubscribers, maxRunsPerClient: config.playground.maxRunsPerClient })
+    : undefined;
   if (playground) app.use('/playground', playground);
   if (config.metrics.enabled) {
     app.get(config.metrics.path, (_req, res, next) => {

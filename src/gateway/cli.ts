@@ -18,6 +18,7 @@ const USAGE = `Usage: tidegate [options]
   --heartbeat-ms N           ": ping" after N ms of silence (default 15000)
   --shutdown-grace-ms N      on SIGTERM, let streams finish for N ms (default 10000)
   --debug-streams            serve GET /debug/streams: each live stream's demand and buffers
+  --playground               serve /playground on any address (default: only on a loopback host)
   -h, --help                 this text
 `;
 
@@ -53,6 +54,7 @@ async function main(): Promise<void> {
       'stream.heartbeatMs': num('heartbeat-ms', values['heartbeat-ms']),
       'shutdown.graceMs': num('shutdown-grace-ms', values['shutdown-grace-ms']),
       'debug.streams': values['debug-streams'] ? true : undefined,
+      'playground.enabled': values.playground ? true : undefined,
     },
     extraRoutes,
   });
@@ -92,6 +94,7 @@ function parseFlags() {
         'heartbeat-ms': { type: 'string' },
         'shutdown-grace-ms': { type: 'string' },
         'debug-streams': { type: 'boolean' },
+        playground: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
     });

@@ -16,6 +16,13 @@ const policyShape = {
   stallTimeoutMs: int(0),
   /** `: ping` after this much silence, ms (0 disables). */
   heartbeatMs: int(0),
+  /**
+   * Streaming requests: commit `200 text/event-stream` and start `: ping` heartbeats when the
+   * upstream's status line has not arrived this long after the request, ms (0 = off: headers wait
+   * for the upstream, so its errors keep their HTTP status). After an early commit an upstream
+   * error (a 429, a 5xx after retries) reaches the client as the provider's SSE error event.
+   */
+  earlyCommitMs: int(0),
   /** Max bytes of one upstream SSE event. */
   maxEventBytes: int(1024),
   /** `limitRate(n)` on the events: at most n requested upstream at once (0 = off). */
@@ -35,6 +42,7 @@ export const DEFAULT_POLICY: StreamPolicy = {
   overflow: 'pause',
   stallTimeoutMs: 30_000,
   heartbeatMs: 15_000,
+  earlyCommitMs: 0,
   maxEventBytes: 1024 * 1024,
   limitRate: 0,
   relay: 'bytes',
@@ -64,10 +72,16 @@ const retryShape = {
   maxDelayMs: int(0),
   /** A longer `Retry-After` is not waited for, ms. */
   maxRetryAfterMs: int(0),
+  /**
+   * Resumable routes: reconnects of one stream in all (delivered events do not reset it); the
+   * delay grows with each (from `baseDelayMs`, never below the upstream's `retry:`). Once spent
+   * the stream ends with an `ERR_TIDEGATE_UPSTREAM_RESET` error event. 0: never reconnect.
+   */
+  maxReconnects: int(0).max(1000),
 };
 
 /** Retry defaults. */
-export const DEFAULT_RETRY: RetrySettings = { maxAttempts: 3, baseDelayMs: 250, maxDelayMs: 8000, maxRetryAfterMs: 30_000 };
+export const DEFAULT_RETRY: RetrySettings = { maxAttempts: 3, baseDelayMs: 250, maxDelayMs: 8000, maxRetryAfterMs: 30_000, maxReconnects: 10 };
 
 /** Admission limits of the gateway, resolved. */
 export interface AdmissionLimits {
@@ -181,8 +195,15 @@ export const configSchema = z
       .prefault({}),
     playground: z
       .object({
-        /** Serve the live backpressure playground at `/playground`. */
-        enabled: z.boolean().default(true),
+        /**
+         * Serve the live backpressure playground at `/playground`. Default (unset): only when
+         * `host` is a loopback address (127.0.0.0/8, ::1, localhost); `true` serves it on any address.
+         */
+        enabled: z.boolean().optional(),
+        /** Telemetry subscribers of one run at once; more get 429 with `Retry-After`. */
+        maxTelemetrySubscribers: int(1).max(100_000).default(16),
+        /** Unfinished runs per client address at once; more get 429 with `Retry-After`. */
+        maxRunsPerClient: int(1).max(1000).default(2),
       })
       .strict()
       .prefault({}),

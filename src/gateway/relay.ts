@@ -22,6 +22,8 @@ import { withRetries } from '../upstream/retry';
 import { watchAbort } from './abort-watch';
 import type { ResolvedRoute } from './config';
 import type { Logger } from './logger';
+import { scheduleEarlyCommit, type EarlyCommit } from './early-commit';
+import { upstreamUrl } from './upstream-url';
 import type { GatewayMetrics } from './metrics';
 
 /** How a relayed request ended, as logged (`outcome`) and counted (`tidegate_streams_total`). */
@@ -99,8 +101,10 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
   const unregister = options.register(abortAll);
   const totalMs = route.timeouts.totalMs;
   const totalTimer = totalMs > 0 ? setTimeout(() => abortAll(new TimeoutError('total', totalMs, `stream exceeded its total time of ${totalMs} ms`)), totalMs) : undefined;
+  /** Headers committed before the upstream answered (`policy.earlyCommitMs`), with heartbeats. */
+  let early: EarlyCommit | undefined;
   const onClientClose = (): void => {
-    if (!res.headersSent && !upstreamAbort.signal.aborted) upstreamAbort.abort(new ClientClosedError());
+    if ((!res.headersSent || early?.committed === true) && !upstreamAbort.signal.aborted) upstreamAbort.abort(new ClientClosedError());
   };
   res.once('close', onClientClose);
   metrics.activeStreams.inc({ route: route.path });
@@ -131,6 +135,7 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
     const json = route.provider !== 'passthrough' && isObject(body) ? body : undefined;
     const clientWantsStream = route.provider === 'passthrough' || json?.stream === true;
     const streaming = clientWantsStream && (route.stream || route.provider === 'passthrough');
+    if (streaming) early = scheduleEarlyCommit(res, { afterMs: route.policy.earlyCommitMs, heartbeatMs: route.policy.heartbeatMs, headers: { 'X-Tidegate-Stream-Id': streamId } });
     let requestBody: string | Buffer | undefined;
     if (json !== undefined) requestBody = JSON.stringify(clientWantsStream && !streaming && adapter.nonStreamBody ? adapter.nonStreamBody(json) : json);
     else if (Buffer.isBuffer(body) && body.length > 0) requestBody = body;
@@ -195,6 +200,9 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
         signal: upstreamAbort.signal,
         lastEventId: String(req.headers['last-event-id'] ?? ''),
         maxAttempts: route.retry.maxAttempts,
+        maxReconnects: route.retry.maxReconnects,
+        initialDelayMs: route.retry.baseDelayMs,
+        maxDelayMs: route.retry.maxDelayMs,
         idleTimeoutMs: route.timeouts.idleMs,
         maxEventBytes: route.policy.maxEventBytes,
         isTerminal: route.terminator ? (e) => (route.terminator?.event ?? e.type) === e.type && (route.terminator?.data ?? e.data) === e.data : undefined,
@@ -283,6 +291,7 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
         heldReadDemand: gate?.heldDemand,
       }),
     });
+    early?.stop();
     handle = sendFlow(res, flow, {
       prefetch: frameBytes === undefined ? route.policy.prefetch : FRAME_PREFETCH,
       // An event's wire frame is its decoded fields re-encoded: at most its upstream size and a few bytes.
@@ -324,7 +333,7 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
         if (err.retryAfterMs !== undefined) res.setHeader('Retry-After', String(Math.ceil(err.retryAfterMs / 1000)));
         res.end(err.body);
       } else adapter.sendHttpError(res, err);
-    }
+    } else if (!clientGone && early?.committed === true) early.fail(err, (e) => adapter.formatError(e));
     finish(clientGone ? 'client_closed' : errorOutcome(err), {
       status: clientGone ? 499 : res.statusCode,
       errorCode: codeOf(err),
@@ -333,6 +342,7 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
     });
   } finally {
     if (totalTimer !== undefined) clearTimeout(totalTimer);
+    early?.stop();
     // The stream is over: an upstream body nobody read to its end (a policy that never subscribed
     // to the events, an answer sent before the stream started) is closed with its call's timers.
     if (!upstreamAbort.signal.aborted) upstreamAbort.abort();
@@ -516,16 +526,6 @@ function wireBytes(e: GatewayEvent): number {
   const w = e.wire;
   if (w instanceof SseFrame) return w.bytes.length;
   return Buffer.byteLength(w.data ?? '') + (w.event ? w.event.length + 8 : 0) + (w.id ? Buffer.byteLength(w.id) + 5 : 0) + 8;
-}
-
-function upstreamUrl(route: ResolvedRoute & { url: string }, req: Request): string {
-  if (route.provider !== 'passthrough') return route.url;
-  const q = req.originalUrl.indexOf('?');
-  if (q < 0) return route.url;
-  const url = new URL(route.url);
-  const extra = new URLSearchParams(req.originalUrl.slice(q + 1));
-  for (const [k, v] of extra) url.searchParams.append(k, v);
-  return url.toString();
 }
 
 /** Forwarded client headers (allow-list, hop-by-hop never), then static headers, then the configured credential. */

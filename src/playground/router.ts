@@ -1,9 +1,8 @@
 import express, { Router, type NextFunction, type Request, type Response } from 'express';
-import { sendFlow } from '../express/bridge';
 import { PLAYGROUND_HTML, PLAYGROUND_JS, PLAYGROUND_CSS } from './assets/index';
 import { PlaygroundRun, type RunLimits } from './run';
 import { PLAYGROUND_LIMITS, scenarioSchema } from './scenario';
-import { telemetryFlow } from './telemetry';
+import { TelemetryHub } from './telemetry';
 
 /** Options of {@link playgroundRouter}. Units in the names. */
 export interface PlaygroundOptions {
@@ -13,8 +12,20 @@ export interface PlaygroundOptions {
   maxRunMs?: number | undefined;
   /** Where the unbounded-buffer demo is stopped, bytes (default 8 MiB, maximum 64 MiB). */
   unboundedCapBytes?: number | undefined;
-  /** Telemetry sampling period, ms (default 100). */
+  /** Telemetry sampling period, ms (default 100): one timer per run, shared by its subscribers. */
   telemetryIntervalMs?: number | undefined;
+  /** Telemetry subscribers of one run at once (default 16). Beyond it `GET /runs/:id/telemetry` answers 429 with `Retry-After`. */
+  maxTelemetrySubscribers?: number | undefined;
+  /**
+   * Runs not yet finished per client address at once (default 2; the socket's remote address,
+   * never a forwarded header). Beyond it `POST /runs` answers 429 with `Retry-After`.
+   */
+  maxRunsPerClient?: number | undefined;
+  /**
+   * Telemetry bytes a subscriber may have queued and still be sent the next sample (default
+   * 65536); a subscriber over it is skipped, and closed once it has not drained for `stallTimeoutMs`.
+   */
+  telemetryMaxQueuedBytes?: number | undefined;
   /** The bridge's `stallTimeoutMs` for playground runs (default 10000). */
   stallTimeoutMs?: number | undefined;
   /** A created run that nobody streams is dropped after this long, ms (default 10000). */
@@ -40,13 +51,14 @@ const MAX_RETAINED = 64;
  * Routes (relative to the mount point):
  * - `GET /` the page; `GET /assets/app.js`, `GET /assets/app.css` its assets (served from memory, no CDN);
  * - `POST /runs` with a scenario JSON (see `scenarioSchema`) → `201 {id, streamUrl, telemetryUrl, scenario}`,
- *   `400` invalid, `429` too many runs;
+ *   `400` invalid, `429` too many runs (in all, or for this client address);
  * - `GET /runs/:id/stream` the run's data: SSE through the demand bridge, read by an emulated client at
  *   the scenario's bytes/s, then relayed to the browser;
- * - `GET /runs/:id/telemetry` SSE `event: sample` every `telemetryIntervalMs`, `event: end` at the end;
+ * - `GET /runs/:id/telemetry` SSE `event: sample` every `telemetryIntervalMs`, `event: end` at the end
+ *   (one sampler per run shared by its subscribers), `429` beyond `maxTelemetrySubscribers`;
  * - `GET /runs/:id` the latest sample as JSON; `DELETE /runs/:id` stops the run.
  *
- * Bounded: `maxConcurrentRuns`, `maxRunMs`, the unbounded-buffer cap, per-scenario limits
+ * Bounded: `maxConcurrentRuns`, `maxRunsPerClient`, `maxTelemetrySubscribers`, `maxRunMs`, the unbounded-buffer cap, per-scenario limits
  * (`PLAYGROUND_LIMITS`), at most 64 finished runs retained.
  */
 export function playgroundRouter(options: PlaygroundOptions = {}): PlaygroundRouter {
@@ -58,6 +70,12 @@ export function playgroundRouter(options: PlaygroundOptions = {}): PlaygroundRou
     drainDeadlineMs: 10_000,
   };
   const telemetryIntervalMs = clamp(options.telemetryIntervalMs ?? 100, 20, 5_000);
+  const maxTelemetrySubscribers = Math.max(1, options.maxTelemetrySubscribers ?? 16);
+  const maxRunsPerClient = Math.max(1, options.maxRunsPerClient ?? 2);
+  const telemetryMaxQueuedBytes = Math.max(16 * 1024, options.telemetryMaxQueuedBytes ?? 64 * 1024);
+  const hubs = new Map<string, TelemetryHub>();
+  /** The client address of each run not yet finished. */
+  const owners = new Map<string, string>();
   const startTimeoutMs = options.startTimeoutMs ?? 10_000;
   const retainMs = options.retainMs ?? 30_000;
   const runs = new Map<string, PlaygroundRun>();
@@ -125,19 +143,26 @@ export function playgroundRouter(options: PlaygroundOptions = {}): PlaygroundRou
       const message = parsed.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; ');
       return void res.status(400).json({ error: { code: 'ERR_TIDEGATE_PLAYGROUND_SCENARIO', message } });
     }
-    if (active() >= maxConcurrentRuns) {
-      res.setHeader('Retry-After', '5');
-      return void res.status(429).json({
-        error: { code: 'ERR_TIDEGATE_PLAYGROUND_BUSY', message: `at most ${maxConcurrentRuns} playground runs at once; try again shortly` },
-      });
-    }
+    if (active() >= maxConcurrentRuns) return void busy(res, `at most ${maxConcurrentRuns} playground runs at once; try again shortly`);
+    const client = req.socket.remoteAddress ?? '';
+    let mine = 0;
+    for (const owner of owners.values()) if (owner === client) mine++;
+    if (mine >= maxRunsPerClient) return void busy(res, `at most ${maxRunsPerClient} playground runs per client at once; stop or finish one first`);
     const run = new PlaygroundRun(parsed.data, limits);
     runs.set(run.id, run);
+    owners.set(run.id, client);
+    run.onFinished(() => owners.delete(run.id));
     forgetOldFinished();
     later(startTimeoutMs, () => {
       if (run.state === 'waiting') run.stop('never-started');
     });
-    run.onFinished(() => later(retainMs, () => runs.delete(run.id)));
+    run.onFinished(() =>
+      later(retainMs, () => {
+        runs.delete(run.id);
+        hubs.get(run.id)?.close();
+        hubs.delete(run.id);
+      }),
+    );
     const base = `${req.baseUrl}/runs/${run.id}`;
     res.status(201).json({ id: run.id, streamUrl: `${base}/stream`, telemetryUrl: `${base}/telemetry`, scenario: parsed.data });
   });
@@ -154,7 +179,12 @@ export function playgroundRouter(options: PlaygroundOptions = {}): PlaygroundRou
   router.get('/runs/:id/telemetry', (req: Request, res: Response) => {
     const run = runs.get(String(req.params.id));
     if (!run) return void notFound(res);
-    sendFlow(res, telemetryFlow(run, telemetryIntervalMs), { maxBufferedBytes: 1024 * 1024, heartbeatMs: 15_000 });
+    let hub = hubs.get(run.id);
+    if (hub === undefined) {
+      hub = new TelemetryHub(run, { intervalMs: telemetryIntervalMs, maxSubscribers: maxTelemetrySubscribers, maxQueuedBytes: telemetryMaxQueuedBytes, stallTimeoutMs: limits.stallTimeoutMs });
+      hubs.set(run.id, hub);
+    }
+    if (!hub.subscribe(res)) busy(res, `at most ${maxTelemetrySubscribers} telemetry subscribers per run; close another view of this run first`);
   });
 
   router.get('/runs/:id', (req: Request, res: Response) => {
@@ -178,8 +208,17 @@ export function playgroundRouter(options: PlaygroundOptions = {}): PlaygroundRou
     timers.clear();
     for (const r of runs.values()) r.stop('shutdown');
     runs.clear();
+    // Each hub sends its run's final sample and ends as the run finishes.
+    hubs.clear();
+    owners.clear();
   };
   return router;
+}
+
+/** 429 with `Retry-After: 5` and ERR_TIDEGATE_PLAYGROUND_BUSY. */
+function busy(res: Response, message: string): void {
+  res.setHeader('Retry-After', '5');
+  res.status(429).json({ error: { code: 'ERR_TIDEGATE_PLAYGROUND_BUSY', message } });
 }
 
 function notFound(res: Response): void {

@@ -16,6 +16,15 @@ export interface ResumableRequest {
   lastEventId: string;
   /** Failed connections in a row before giving up. */
   maxAttempts: number;
+  /**
+   * Reconnects over the stream's life, events or not (the route's `retry.maxReconnects`); once
+   * spent the flow fails with {@link UpstreamResetError} naming the budget.
+   */
+  maxReconnects: number;
+  /** Base of the reconnect backoff when the upstream sent no `retry:`, ms (the route's `retry.baseDelayMs`). */
+  initialDelayMs: number;
+  /** Ceiling of the reconnect backoff, ms (the route's `retry.maxDelayMs`; the upstream's `retry:` may exceed it). */
+  maxDelayMs: number;
   /** Reconnect when the upstream sent nothing for this long, ms (0: never). */
   idleTimeoutMs: number;
   maxEventBytes: number;
@@ -25,6 +34,7 @@ export interface ResumableRequest {
 
 /**
  * Opens a resumable upstream event stream with `connectSse` (reconnect with `Last-Event-ID`)
+ * (reconnects bounded by `maxReconnects`, with a growing backoff)
  * and resolves once its first connection answered a streaming 2xx, so the gateway still commits
  * headers only after the upstream did. The returned Flow may be subscribed once; nothing is read
  * before it is subscribed and asks.
@@ -43,6 +53,12 @@ export function openResumableStream(request: ResumableRequest): Promise<Flow<Sse
       signal: request.signal,
       lastEventId: request.lastEventId,
       maxAttempts: request.maxAttempts,
+      maxReconnects: request.maxReconnects,
+      // A delay that grows with every reconnect, never below the upstream's `retry:`: an upstream
+      // that sends an event and then goes silent each time is not reconnected every idleMs.
+      backoffGrowth: 'reconnects',
+      initialDelayMs: request.initialDelayMs,
+      maxDelayMs: request.maxDelayMs,
       idleTimeoutMs: request.idleTimeoutMs > 0 ? request.idleTimeoutMs : undefined,
       maxEventBytes: request.maxEventBytes,
       isTerminal: request.isTerminal,

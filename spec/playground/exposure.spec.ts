@@ -1,0 +1,71 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { parseConfig } from '../../src/gateway/config';
+import { createLogger } from '../../src/gateway/logger';
+import { startGateway, type RunningGateway } from '../../src/gateway/server';
+import { isLoopbackHost } from '../../src/playground/exposure';
+import { CaptureTransport } from '../gateway/helpers';
+
+const CLI = path.join(__dirname, '../../dist/gateway/cli.js');
+
+/** Status of GET /playground, POST /playground/runs and GET /debug/streams on a gateway listening on `host`. */
+async function surfaces(host: string, extra: Record<string, unknown> = {}): Promise<{ page: number; runs: number; debug: number }> {
+  const gw: RunningGateway = await startGateway(parseConfig({ port: 0, host, upstream: { url: 'http://127.0.0.1:1' }, ...extra }), {
+    logger: createLogger({ transports: [new CaptureTransport()] }),
+  });
+  try {
+    const base = `http://127.0.0.1:${gw.port}`;
+    const page = (await fetch(`${base}/playground`)).status;
+    const runs = (await fetch(`${base}/playground/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).status;
+    const debug = (await fetch(`${base}/debug/streams`)).status;
+    return { page, runs, debug };
+  } finally {
+    await gw.close();
+  }
+}
+
+describe('playground exposure', () => {
+  it('is off on a non-loopback listening address by default (and /debug/streams with it)', async () => {
+    expect(await surfaces('0.0.0.0')).toEqual({ page: 404, runs: 404, debug: 404 });
+  });
+
+  it('is on with playground.enabled: true on a non-loopback address', async () => {
+    expect(await surfaces('0.0.0.0', { playground: { enabled: true } })).toEqual({ page: 200, runs: 201, debug: 404 });
+  });
+
+  it('is on by default on 127.0.0.1, and off there with playground.enabled: false', async () => {
+    expect(await surfaces('127.0.0.1')).toEqual({ page: 200, runs: 201, debug: 404 });
+    expect(await surfaces('127.0.0.1', { playground: { enabled: false } })).toEqual({ page: 404, runs: 404, debug: 404 });
+  });
+
+  it('tells loopback addresses from public ones', () => {
+    for (const h of ['127.0.0.1', '127.8.9.10', '::1', '[::1]', '0:0:0:0:0:0:0:1', '::ffff:127.0.0.1', 'localhost', 'LOCALHOST']) expect([h, isLoopbackHost(h)]).toEqual([h, true]);
+    for (const h of ['0.0.0.0', '::', '10.0.0.1', '128.0.0.1', '192.168.1.2', '::2', 'example.com', 'localhost.example.com', '::ffff:10.0.0.1']) expect([h, isLoopbackHost(h)]).toEqual([h, false]);
+  });
+
+  it('the CLI on --host 0.0.0.0 serves no playground unless --playground is given', async () => {
+    const children: ChildProcess[] = [];
+    const start = async (args: string[]): Promise<string> => {
+      const child = spawn(process.execPath, [CLI, '--host', '0.0.0.0', ...args], { env: { ...process.env, PORT: '0', LOG_LEVEL: 'error' }, stdio: ['ignore', 'pipe', 'pipe'] });
+      children.push(child);
+      let out = '';
+      child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+      const deadline = Date.now() + 10_000;
+      for (;;) {
+        const m = /listening on http:\/\/\S+:(\d+)/.exec(out);
+        if (m) return `http://127.0.0.1:${m[1]}`;
+        if (Date.now() > deadline || child.exitCode !== null) throw new Error(`no listening line: ${out}`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    };
+    try {
+      const off = await start([]);
+      expect((await fetch(`${off}/playground`)).status).toBe(404);
+      expect((await fetch(`${off}/healthz`)).status).toBe(200);
+      const on = await start(['--playground']);
+      expect((await fetch(`${on}/playground`)).status).toBe(200);
+    } finally {
+      for (const c of children) c.kill('SIGKILL');
+    }
+  });
+});

@@ -1,0 +1,23 @@
+import { isIP } from 'node:net';
+
+/**
+ * True when `host` (a listening address as configured: an IP literal, optionally in brackets, or
+ * a name) is reachable from this machine only: `127.0.0.0/8`, `::1`, `::ffff:127.x.x.x` or
+ * `localhost`. Any other name, `0.0.0.0`, `::` and every other address are public.
+ */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.trim().toLowerCase().replace(/^\[(.*)\]$/, '$1');
+  if (h === 'localhost') return true;
+  const v4 = h.startsWith('::ffff:') ? h.slice(7) : h;
+  if (isIP(v4) === 4) return v4.startsWith('127.');
+  return isIP(h) === 6 && /^(0{0,4}:){2,7}0{0,3}1$|^::1$/.test(h);
+}
+
+/**
+ * Whether the gateway serves its demo surface (`/playground`): as configured when
+ * `enabled` is set, otherwise only when it listens on a loopback address ({@link isLoopbackHost}),
+ * so a gateway on `0.0.0.0` does not offer anonymous CPU-costly runs to whoever reaches the port.
+ */
+export function playgroundEnabled(enabled: boolean | undefined, host: string): boolean {
+  return enabled ?? isLoopbackHost(host);
+}
