@@ -1,0 +1,39 @@
+/**
+ * The simulator's HTTP routes: `GET /healthz`, `GET /v1/models` (the transcripts), the two API
+ * routes with their dialects (OpenAI `POST /v1/chat/completions`, Anthropic `POST /v1/messages`),
+ * and a JSON 404 / 405 for anything else.
+ */
+import type * as http from 'node:http';
+import { anthropicDialect } from './anthropic';
+import { openaiDialect } from './openai';
+import { respond, SimRoute, SimulatorHost } from './respond';
+import { transcriptRegistry } from './settings';
+
+const ROUTES: Record<string, SimRoute> = {
+  '/v1/chat/completions': { route: 'openai', dialect: openaiDialect },
+  '/v1/messages': { route: 'anthropic', dialect: anthropicDialect },
+};
+
+/** Routes one request; API requests go to {@link respond}, and only they are counted. */
+export async function handle(host: SimulatorHost, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  const path = (req.url ?? '/').split('?')[0];
+  if (req.method === 'GET' && path === '/healthz') {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end('{"status":"ok"}');
+    return;
+  }
+  if (req.method === 'GET' && path === '/v1/models') {
+    const data = Object.values(transcriptRegistry(host.settings())).map((t) => ({ id: t.name, object: 'model', created: 0, owned_by: 'tidegate-simulator' }));
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ object: 'list', data }));
+    return;
+  }
+  const target = ROUTES[path];
+  if (!target || req.method !== 'POST') {
+    req.resume();
+    res.writeHead(target ? 405 : 404, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ error: { message: `${req.method} ${path} is not served by the simulator`, type: 'invalid_request_error' } }));
+    return;
+  }
+  return respond(host, req, res, target);
+}
