@@ -3,13 +3,40 @@
  *
  * `upstream (node-fetch) → Flow<Uint8Array> → sseDecode → provider adapter → policy operators
  * → sseEncode → Express demand bridge → socket`
+ *
+ * This entry is the library: Flow and its operators, the SSE codec, the Express demand bridge,
+ * the SSE client, and the upstream request and provider adapters. It loads rxjs and node-fetch
+ * only. The gateway (winston, prom-client, zod, yaml) is `tidegate/gateway`, the simulated
+ * upstream `tidegate/simulator` and the playground `tidegate/playground`.
  */
 export * from './errors';
-export * from './flow';
+
+export { Flow } from './flow/flow';
+export type { FlowOperator, FlowPipeable } from './flow/flow';
+export type { FlowContext, FlowObserver, FlowSubscription, Publisher, Subscriber, Subscription } from './flow/types';
+export { UNBOUNDED } from './flow/demand';
+export { ByteBudget, utf8Size } from './flow/budget';
+export { createFlow } from './flow/sources/create';
+export type { CreateFlowOptions, CreateOverflowStrategy, FlowSink } from './flow/sources/create';
+export { fromIterable } from './flow/sources/iterable';
+export { fromReadable } from './flow/sources/readable';
+export type { FromReadableOptions } from './flow/sources/readable';
+export { fromAsyncIterable, fromReadableStream } from './flow/sources/readable-stream';
+export { liftRx } from './flow/lift-rx';
+export * from './flow/operators';
+
 export * from './sse';
 export * from './express';
 export * from './client';
-export * from './upstream';
-export * from './gateway';
-export * from './simulator';
-export * from './playground';
+
+export { UpstreamHttpError, UpstreamResetError, UpstreamStreamError, UpstreamTruncatedError } from './upstream/errors';
+export { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_FIRST_BYTE_TIMEOUT_MS, fetchUpstream, openUpstreamStream } from './upstream/request';
+export type { UpstreamBody, UpstreamRequest, UpstreamStream } from './upstream/request';
+export { withRetries } from './upstream/retry';
+export type { RetryNotice, RetryPolicy } from './upstream/retry';
+export { adaptProvider } from './upstream/providers/adapt';
+export { anthropicAdapter } from './upstream/providers/anthropic';
+export { openaiAdapter } from './upstream/providers/openai';
+export { createPassthroughAdapter, passthroughAdapter } from './upstream/providers/passthrough';
+export type { PassthroughTerminator } from './upstream/providers/passthrough';
+export type { GatewayEvent, ProviderAdapter, ProviderName, TokenUsage } from './upstream/providers/types';

@@ -79,7 +79,7 @@ const PROBES: Readonly<Record<string, string>> = {
     export const event: GatewayEvent = { type: 'delta', text: '', wire: { data: '' }, usage: { inputTokens: undefined, outputTokens: undefined, totalTokens: undefined } };
   `,
   gateway: `
-    import { createGatewayApp, createLogger, GatewayMetrics, loadConfig, startGateway, type GatewayConfig } from '../../src/index';
+    import { createGatewayApp, createLogger, GatewayMetrics, loadConfig, startGateway, type GatewayConfig } from '../../src/gateway/index';
     declare const config: GatewayConfig;
     export const loaded = loadConfig({ file: undefined, env: undefined, overrides: undefined, extraRoutes: undefined });
     export const logger = createLogger({ level: undefined, silent: undefined, transports: undefined });
@@ -89,7 +89,8 @@ const PROBES: Readonly<Record<string, string>> = {
     export const running = startGateway(config, { logger: undefined, policies: undefined, metrics: undefined });
   `,
   simulator: `
-    import { createSimulator, playgroundRouter } from '../../src/index';
+    import { createSimulator } from '../../src/simulator/index';
+    import { playgroundRouter } from '../../src/playground/index';
     export const simulator = createSimulator({
       tokensPerSecond: undefined, ttftMs: undefined, defaultTranscript: undefined, transcripts: undefined, fault: undefined,
       faultAfterTokens: undefined, retryAfterSeconds: undefined, splitUtf8: undefined, splitDelayMs: undefined,

@@ -1,4 +1,8 @@
-// Public exports of src/gateway (re-exports only).
+/**
+ * `tidegate/gateway`: the OpenAI/Anthropic-compatible gateway (Express app, config loading and
+ * validation, logger, Prometheus metrics, server start-up). Loads winston, prom-client, zod and
+ * yaml; the library itself is the package's main entry, `tidegate`.
+ */
 export { AdmissionError } from './admission';
 export type { Admission, RefusalReason, ReleaseStream } from './admission';
 export { createGatewayApp } from './app';
@@ -22,7 +26,6 @@ export { createLogger } from './logger';
 export type { Logger, LoggerOptions } from './logger';
 export { GatewayMetrics } from './metrics';
 export type { LiveStream, StreamSnapshot } from './metrics';
-export { relay } from './relay';
-export type { PolicyContext, RelayOptions, RelayOutcome, StreamPolicyFn } from './relay';
+export type { PolicyContext, RelayOutcome, StreamPolicyFn } from './relay';
 export { serverTimeouts, startGateway } from './server';
 export type { RunningGateway } from './server';

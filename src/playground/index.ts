@@ -1,4 +1,7 @@
-// Public exports of src/playground (re-exports only).
+/**
+ * `tidegate/playground`: the interactive backpressure playground, an Express router that runs
+ * scenarios against the embedded simulator and streams their telemetry. See {@link playgroundRouter}.
+ */
 export { playgroundRouter } from './router';
 export type { PlaygroundOptions, PlaygroundRouter } from './router';
 export { scenarioSchema, PLAYGROUND_LIMITS } from './scenario';
