@@ -305,7 +305,7 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
     // Count the element before holding it: one large element can never overshoot the budget
     // (with demand in bytes, nor the reserve kept for what the upstream side may still read).
     const reserve = this.options.maxElementBytes === undefined ? 0 : (this.options.reserveBytes?.() ?? 0);
-    if (this.budget.used + size + reserve > this.budget.maxBytes) {
+    if (size > this.budget.room(reserve)) {
       return this.finish('overflow', new BufferOverflowError(`stream byte budget of ${this.budget.maxBytes} bytes exceeded by an element of ${size} bytes`));
     }
     this.events++;
@@ -471,7 +471,7 @@ class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
     }
     // Demand in bytes: room for every requested element at its largest size. Liveness: with the
     // socket not full and nothing requested, room ≥ budget − reserve − writableHighWaterMark.
-    const free = this.budget.maxBytes - this.budget.used - (this.options.reserveBytes?.() ?? 0);
+    const free = this.budget.room(this.options.reserveBytes?.() ?? 0);
     // Each element written costs its HTTP/1.1 chunk framing in res.writableLength too.
     let n = Math.min(this.prefetch, Math.floor(free / (elementBytes + CHUNK_FRAMING_BYTES))) - this.outstanding;
     if (n <= 0) {
