@@ -98,7 +98,7 @@ describe('round 7: bridge batch undefined when empty', () => {
     const realSetTimeout = globalThis.setTimeout;
     const spy = jest.spyOn(globalThis, 'setTimeout').mockImplementation(((fn: () => void, ms?: number) => {
       const t = realSetTimeout(fn, ms);
-      if ((new Error().stack ?? '').includes('armHeartbeat')) armed.push(t);
+      if ((new Error().stack ?? '').includes('Heartbeat.arm')) armed.push(t);
       return t;
     }) as typeof setTimeout);
     try {
