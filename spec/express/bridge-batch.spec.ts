@@ -92,7 +92,7 @@ describe('bridge batch, created on the first write of a tick', () => {
     const realSetTimeout = globalThis.setTimeout;
     const spy = jest.spyOn(globalThis, 'setTimeout').mockImplementation(((fn: () => void, ms?: number) => {
       const t = realSetTimeout(fn, ms);
-      if ((new Error().stack ?? '').includes('armHeartbeat')) armed.push(t);
+      if ((new Error().stack ?? '').includes('Heartbeat.arm')) armed.push(t);
       return t;
     }) as typeof setTimeout);
     try {

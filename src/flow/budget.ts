@@ -47,6 +47,15 @@ export class ByteBudget {
     return this.maxBytes - this.used;
   }
 
+  /**
+   * Bytes that may still enter while `reserveBytes` stay free for holders that grow without
+   * acquiring (a reader filling up to its high-water mark): `maxBytes - used - reserveBytes`.
+   * May be negative. The one formula every admission decision of a stream uses.
+   */
+  room(reserveBytes = 0): number {
+    return this.maxBytes - this.used - reserveBytes;
+  }
+
   /** Takes `bytes` from the budget; `false` (and nothing taken) when it would exceed `maxBytes`. */
   tryAcquire(bytes: number): boolean {
     const used = this.used;

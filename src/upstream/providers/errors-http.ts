@@ -1,5 +1,4 @@
-import type { ServerResponse } from 'node:http';
-import { ShutdownError, TidegateError, TimeoutError } from '../../errors';
+import { ShutdownError, TimeoutError } from '../../errors';
 import { UpstreamHttpError, UpstreamResetError } from '../errors';
 
 /**
@@ -16,21 +15,4 @@ export function httpStatusOf(error: unknown): number {
   return typeof status === 'number' && status >= 400 && status < 600 ? status : 500;
 }
 
-/** `code` of a tidegate error, `ERR_TIDEGATE_INTERNAL` for anything else. */
-export function codeOf(error: unknown): string {
-  if (error instanceof TidegateError) return error.code;
-  const code = (error as { code?: unknown } | undefined)?.code;
-  return typeof code === 'string' ? code : 'ERR_TIDEGATE_INTERNAL';
-}
-
-/** The message of any thrown value. */
-export function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
-/** Writes a JSON error response (used before headers were sent). */
-export function writeJsonError(res: ServerResponse, status: number, body: unknown): void {
-  res.statusCode = status;
-  res.setHeader('Content-Type', 'application/json; charset=utf-8');
-  res.end(JSON.stringify(body));
-}
+export { codeOf, messageOf, writeJsonError } from '../../express/error-shapes';

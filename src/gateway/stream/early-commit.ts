@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
-import type { BridgeElement } from '../express/bridge';
-import { encodeSse, SseFrame } from '../sse';
+import type { BridgeElement } from '../../express/bridge';
+import { encodeSse, SseFrame } from '../../sse';
 
 /** Options of {@link scheduleEarlyCommit}. Units in the names. */
 export interface EarlyCommitOptions {

@@ -1,0 +1,39 @@
+/**
+ * Writes a heartbeat after `heartbeatMs` of silence: re-armed for what remains of the interval
+ * after each write, so a busy stream sends none. `beat` decides whether it can write now (not
+ * into a full socket).
+ */
+export class Heartbeat {
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly heartbeatMs: number,
+    /** When the stream last wrote (element or heartbeat), `Date.now()` ms. */
+    private readonly lastWriteAt: () => number,
+    private readonly beat: () => void,
+  ) {}
+
+  /** Arms the first heartbeat (no-op when `heartbeatMs` is 0). */
+  start(): void {
+    if (this.heartbeatMs > 0) this.arm(this.heartbeatMs);
+  }
+
+  /** Stops for good. */
+  stop(): void {
+    this.stopped = true;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private arm(ms: number): void {
+    this.timer = setTimeout(this.onTimer, ms);
+  }
+
+  private readonly onTimer = (): void => {
+    this.timer = undefined;
+    if (this.stopped) return;
+    if (Date.now() - this.lastWriteAt() >= this.heartbeatMs) this.beat();
+    this.arm(Math.max(1, this.heartbeatMs - (Date.now() - this.lastWriteAt())));
+  };
+}
