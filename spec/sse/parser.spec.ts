@@ -250,17 +250,18 @@ describe('createSseParser', () => {
       expect(events).toEqual([msg('b')]);
     });
 
-    it('never keeps more than maxLineBytes of a hostile endless line', () => {
+    it('never keeps more than maxLineBytes of a hostile endless data line', () => {
       const errors: SseLimitError[] = [];
       const parser = createSseParser({ onEvent: () => undefined, maxLineBytes: 1024, onError: (e) => errors.push(e) });
       const chunk = new Uint8Array(100).fill(0x61);
+      parser.feed(bytes('data:'));
       let fed = 0;
       for (let i = 0; i < 100 && errors.length === 0; i++) {
         parser.feed(chunk);
         fed++;
       }
       expect(errors).toHaveLength(1);
-      expect(fed).toBe(11); // 1100 bytes pending > 1024: signalled on the chunk that crossed the limit
+      expect(fed).toBe(11); // 1105 bytes pending > 1024: signalled on the chunk that crossed the limit
     });
 
     it('rejects invalid limit options', () => {

@@ -6,6 +6,8 @@ export { ArrayQueue } from './queue';
 export { ByteBudget, utf8Size } from './budget';
 export { createFlow } from './sources/create';
 export type { CreateFlowOptions, CreateOverflowStrategy, FlowSink } from './sources/create';
+export { DEFAULT_GENERATE_SLICE, generate, IllegalSinkStateError } from './sources/generate';
+export type { GenerateOptions, SynchronousSink } from './sources/generate';
 export { fromIterable } from './sources/iterable';
 export { fromReadable } from './sources/readable';
 export type { FromReadableOptions } from './sources/readable';

@@ -32,9 +32,13 @@ export interface SseParserOptions {
    */
   onLastEventId?: ((lastEventId: string) => void) | undefined;
   /**
-   * Largest line accepted, in bytes, line terminator excluded. Default
-   * {@link DEFAULT_MAX_LINE_BYTES} (1 MiB). A longer line signals {@link SseLimitError}
-   * (`limit: 'line'`) as soon as its pending bytes exceed the limit, before its end arrives.
+   * Largest line the parser uses, in bytes, line terminator excluded. Default
+   * {@link DEFAULT_MAX_LINE_BYTES} (1 MiB). A longer `data`, `event`, `id` or `retry` line
+   * signals {@link SseLimitError} (`limit: 'line'`) as soon as its pending bytes exceed the
+   * limit, before its end arrives. Lines §9.2.6 ignores are skipped whatever their length,
+   * without being buffered: unknown fields (once their first bytes cannot start
+   * `data:`/`event:`/`id:`/`retry:` or one of these names alone), comments when `onComment` is
+   * not given, and comments longer than this limit (`onComment` is not called for those).
    */
   maxLineBytes?: number | undefined;
   /**
@@ -80,6 +84,10 @@ const LF = 0x0a;
 const CR = 0x0d;
 const COLON = 0x3a;
 const SPACE = 0x20;
+/** The field names the parser acts on, each followed by the colon that may end it. */
+const FIELD_PREFIXES = ['data:', 'event:', 'id:', 'retry:'].map((f) => Buffer.from(f, 'latin1'));
+/** Bytes of a line's start that decide whether it names one of {@link FIELD_PREFIXES}. */
+const HEAD_BYTES = 7;
 /** A pending-line buffer grown past this is released after use instead of kept. */
 const KEEP_PENDING_BYTES = 64 * 1024;
 /** Chunks shorter than this are decoded line by line, without classifying the chunk first. */
@@ -152,6 +160,34 @@ function mostlyNonAscii(buf: Buffer, start: number, end: number): boolean {
   return high >= 24;
 }
 
+/**
+ * Whether a line whose bytes start with `head[0, length)` is ignored by §9.2.6 whatever
+ * follows: a comment (leading `:`), or a field other than data/event/id/retry. `total` is the
+ * line length seen so far (`length` is at most {@link HEAD_BYTES} of it); `complete` says the
+ * line ended there, so a name without a colon is the whole line.
+ */
+function isIgnoredLine(head: Uint8Array, start: number, length: number, total: number, complete: boolean): boolean {
+  if (total === 0) return false; // a blank line dispatches
+  if (head[start] === COLON) return true;
+  for (const prefix of FIELD_PREFIXES) {
+    const nameLength = prefix.length - 1;
+    if (complete) {
+      // Exactly the name, or the name followed by its colon.
+      if (total < nameLength) continue;
+      const k = total === nameLength ? nameLength : nameLength + 1;
+      if (matchesPrefix(head, start, prefix, k)) return false;
+    } else if (matchesPrefix(head, start, prefix, Math.min(length, prefix.length))) {
+      return false; // could still become this field
+    }
+  }
+  return true;
+}
+
+function matchesPrefix(head: Uint8Array, start: number, prefix: Buffer, k: number): boolean {
+  for (let i = 0; i < k; i++) if (head[start + i] !== prefix[i]) return false;
+  return true;
+}
+
 function checkLimit(name: string, value: number | undefined, fallback: number): number {
   if (value === undefined) return fallback;
   if (!(value === Infinity || (Number.isInteger(value) && value > 0))) {
@@ -179,6 +215,8 @@ function checkLimit(name: string, value: number | undefined, fallback: number): 
  * Limits: memory is bounded by `maxLineBytes` (pending line) plus `maxEventBytes` (data of the
  * event being built); exceeding either signals {@link SseLimitError} (`ERR_TIDEGATE_SSE_LIMIT`):
  * thrown from `feed()`, or passed to `onError` when given. The parser then stops until `reset()`.
+ * Lines the spec ignores (unknown fields, comments nobody listens to, comments past the limit)
+ * are skipped up to their line end without being held, so padding of any length is harmless.
  *
  * @example
  * const parser = createSseParser({ onEvent: (e) => console.log(e.type, e.data) });
@@ -219,6 +257,10 @@ class SseParserImpl {
   private dataBytes = 0;
   private eventType = '';
   private lastEventId = '';
+  /** The current line is ignored: its bytes up to the next line end are dropped unbuffered. */
+  private skipping = false;
+  /** Scratch copy of a held line's first bytes, to classify it across chunks. */
+  private readonly head = Buffer.alloc(HEAD_BYTES);
   private failed = false;
   /** Bumped by reset/end/fail so a loop notices a callback changed the state under it. */
   private epoch = 0;
@@ -263,7 +305,7 @@ class SseParserImpl {
         this.bomMatched = -1;
         pos = 0;
         if (held > 0) {
-          this.appendPending(BOM_BUFFER, 0, held);
+          this.hold(BOM_BUFFER, 0, held);
           if (this.epoch !== epoch) return;
         }
       }
@@ -278,23 +320,30 @@ class SseParserImpl {
       }
     }
 
-    if (this.pendingLength > 0) {
+    if (this.skipping || this.pendingLength > 0) {
       // The first line end completes the line carried over from earlier chunks.
       let end = buf.indexOf(LF, pos);
       const cr = buf.indexOf(CR, pos);
       if (cr !== -1 && (end === -1 || cr < end)) end = cr;
       if (end === -1) {
-        this.appendPending(buf, pos, n);
+        if (!this.skipping) this.hold(buf, pos, n);
         return;
       }
-      this.appendPending(buf, pos, end);
-      if (this.epoch !== epoch) return;
-      const line = this.pending as Buffer;
-      const len = this.pendingLength;
-      this.pendingLength = 0;
-      if (line.length > KEEP_PENDING_BYTES) this.pending = null;
-      this.processLine(line, 0, len, null, 0, 0, false);
-      if (this.epoch !== epoch) return;
+      if (this.skipping) this.skipping = false;
+      else if (this.pendingLength + (end - pos) > this.maxLineBytes && !this.skippable(buf, pos, end, true)) {
+        this.fail(new SseLimitError('line', this.maxLineBytes));
+        return;
+      } else if (this.pendingLength + (end - pos) > this.maxLineBytes) {
+        this.dropPending();
+      } else {
+        this.appendPending(buf, pos, end);
+        const line = this.pending as Buffer;
+        const len = this.pendingLength;
+        this.pendingLength = 0;
+        if (line.length > KEEP_PENDING_BYTES) this.pending = null;
+        this.processLine(line, 0, len, null, 0, 0, false);
+        if (this.epoch !== epoch) return;
+      }
       pos = end + 1;
       if (buf[end] === CR) {
         // CRLF is one line end, also when the LF arrives in the next chunk.
@@ -318,7 +367,7 @@ class SseParserImpl {
       }
     }
     pos = this.processLines(buf, pos, text, ascii, epoch);
-    if (pos < n && this.epoch === epoch) this.appendPending(buf, pos, n);
+    if (pos < n && this.epoch === epoch) this.hold(buf, pos, n);
   }
 
   /**
@@ -348,7 +397,8 @@ class SseParserImpl {
       }
       const end = nextLF < nextCR ? nextLF : nextCR;
       if (end === n) return pos;
-      if (end - pos > maxLine) {
+      const tooLong = end - pos > maxLine;
+      if (tooLong && !this.skippable(buf, pos, end, true)) {
         this.fail(new SseLimitError('line', maxLine));
         return n;
       }
@@ -364,8 +414,10 @@ class SseParserImpl {
         }
         cend = nextLFc < nextCRc ? nextLFc : nextCRc;
       }
-      this.processLine(buf, pos, end, text, cpos, cend, ascii);
-      if (this.epoch !== epoch) return n;
+      if (!tooLong) {
+        this.processLine(buf, pos, end, text, cpos, cend, ascii);
+        if (this.epoch !== epoch) return n;
+      }
       pos = end + 1;
       cpos = cend + 1;
       if (end === nextCR) {
@@ -392,6 +444,7 @@ class SseParserImpl {
     this.pendingLength = 0;
     this.bomMatched = 0;
     this.skipLF = false;
+    this.skipping = false;
     this.data = '';
     this.dataLines = 0;
     this.dataBytes = 0;
@@ -401,12 +454,60 @@ class SseParserImpl {
     this.failed = false;
   }
 
+  /**
+   * Holds `src[start, end)`, the start or continuation of a line not yet ended. While the
+   * line's first bytes are still being read, or once it outgrows `maxLineBytes`, it is
+   * classified: a line the parser would ignore is dropped and the rest of it skipped unbuffered;
+   * a used line past the limit fails the parser.
+   */
+  private hold(src: Buffer, start: number, end: number): void {
+    const length = this.pendingLength + (end - start);
+    if (this.pendingLength < HEAD_BYTES || length > this.maxLineBytes) {
+      if (this.skippable(src, start, end, false)) {
+        this.dropPending();
+        this.skipping = true;
+        return;
+      }
+      if (length > this.maxLineBytes) {
+        this.fail(new SseLimitError('line', this.maxLineBytes));
+        return;
+      }
+    }
+    this.appendPending(src, start, end);
+  }
+
+  /**
+   * Whether the line made of the held bytes plus `src[start, end)` can be dropped: it is ignored
+   * by §9.2.6, unless it is a comment within `maxLineBytes` that `onComment` wants.
+   */
+  private skippable(src: Buffer, start: number, end: number, complete: boolean): boolean {
+    const held = this.pendingLength;
+    const total = held + (end - start);
+    let head: Uint8Array = src;
+    let from = start;
+    let length = Math.min(HEAD_BYTES, end - start);
+    if (held > 0) {
+      const pending = this.pending as Buffer;
+      head = this.head;
+      from = 0;
+      length = Math.min(HEAD_BYTES, total);
+      const fromPending = Math.min(held, length);
+      pending.copy(this.head, 0, 0, fromPending);
+      if (fromPending < length) src.copy(this.head, fromPending, start, start + (length - fromPending));
+    }
+    if (!isIgnoredLine(head, from, length, total, complete)) return false;
+    return head[from] !== COLON || this.onComment === undefined || total > this.maxLineBytes;
+  }
+
+  /** Forgets the held line bytes (releasing a grown buffer). */
+  private dropPending(): void {
+    if (this.pending !== null && this.pending.length > KEEP_PENDING_BYTES) this.pending = null;
+    this.pendingLength = 0;
+  }
+
+  /** Appends to the held line; the caller checked `maxLineBytes`. */
   private appendPending(src: Buffer, start: number, end: number): void {
     const length = this.pendingLength + (end - start);
-    if (length > this.maxLineBytes) {
-      this.fail(new SseLimitError('line', this.maxLineBytes));
-      return;
-    }
     let pending = this.pending;
     if (pending === null || pending.length < length) {
       const grown = Math.min(this.maxLineBytes, Math.max(256, length, pending === null ? 0 : pending.length * 2));

@@ -24,7 +24,11 @@ export interface FlowSink<T> {
   readonly requested: number;
   /** True once the subscriber cancelled. */
   readonly isCancelled: boolean;
-  /** Called with every `request(n)`; called at once with the demand accumulated so far, if any. */
+  /**
+   * Called with every `request(n)`; called at once with the demand accumulated so far, if any.
+   * `n` is `Infinity` under unbounded demand: never loop `n` times synchronously (see
+   * {@link createFlow}, "Unbounded demand").
+   */
   onRequest(callback: (n: number) => void): FlowSink<T>;
   /**
    * Called once when the subscriber cancels; called at once when it already has (a subscriber
@@ -49,12 +53,30 @@ export interface CreateFlowOptions {
  *
  * Demand: the producer reads `sink.requested` or `sink.onRequest`; nothing is delivered
  * beyond the summed requests.
+ * Unbounded demand: `onRequest` receives `Infinity` (and `requested` stays `Infinity`) when the
+ * subscriber is unbounded: `onBackpressureBuffer`, `limitRate(Infinity)`, a plain `subscribe()`.
+ * A producer that loops on `n` or on `requested` must therefore bound each synchronous run
+ * itself: emit a batch, stop when `sink.isCancelled`, and continue the rest on `setImmediate`
+ * (not `queueMicrotask`, which still starves I/O). {@link generate} does this by construction
+ * and is the simpler choice for a synchronous producer; `createFlow` fits event- or
+ * callback-driven producers (timers, sockets, emitters) that emit while `requested > 0`.
  * Discard: buffered elements on cancel, and elements refused by `'drop'`/`'latest'`/`'error'`.
  *
  * @example
+ * // A synchronous producer that yields: at most 256 elements per event-loop turn.
  * const ticks = createFlow<number>((sink) => {
  *   let i = 0;
- *   sink.onRequest((n) => { while (n-- > 0) sink.next(i++); });
+ *   let running = false;
+ *   let later: NodeJS.Immediate | undefined;
+ *   const pump = (): void => {
+ *     later = undefined;
+ *     running = true;
+ *     for (let k = 0; k < 256 && sink.requested > 0 && !sink.isCancelled; k++) sink.next(i++);
+ *     running = false;
+ *     if (sink.requested > 0 && !sink.isCancelled) later = setImmediate(pump);
+ *   };
+ *   sink.onRequest(() => { if (!running && later === undefined) pump(); });
+ *   return () => clearImmediate(later); // teardown: cancel or terminal signal
  * });
  */
 export function createFlow<T>(
