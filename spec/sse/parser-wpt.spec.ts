@@ -229,11 +229,13 @@ describe('createSseParser with hostile bytes', () => {
     expect(datas(parseAllSplits(utf8('data:a\r\rdata:b\r\r')))).toEqual(['a', 'b']);
   });
 
-  it('stops with ERR_TIDEGATE_SSE_LIMIT on a line without a newline, as soon as it passes maxLineBytes', () => {
+  it('stops with ERR_TIDEGATE_SSE_LIMIT on a data line without a newline, as soon as it passes maxLineBytes', () => {
     const errors: SseLimitError[] = [];
     let fedWhenFailed = -1;
     const parser = createSseParser({ onEvent: () => undefined, maxLineBytes: 64 * 1024, onError: (e) => errors.push(e) });
     const chunk = Buffer.alloc(1000, 0x78);
+    // A data line is kept until its end, so it has a limit (an ignored line would be skipped).
+    chunk.write('data:');
     for (let i = 0; i < 1000; i++) {
       parser.feed(chunk);
       if (errors.length > 0 && fedWhenFailed === -1) fedWhenFailed = (i + 1) * chunk.length;
@@ -245,12 +247,13 @@ describe('createSseParser with hostile bytes', () => {
     expect(fedWhenFailed).toBeLessThanOrEqual(64 * 1024 + chunk.length);
   });
 
-  it('a huge line without a newline leaves the heap bounded with the default limit', () => {
+  it('a huge data line without a newline leaves the heap bounded with the default limit', () => {
     const errors: SseLimitError[] = [];
     const parser = createSseParser({ onEvent: () => undefined, onError: (e) => errors.push(e) });
     const chunk = Buffer.alloc(256 * 1024, 0x61);
     global.gc?.();
     const before = process.memoryUsage().heapUsed + process.memoryUsage().arrayBuffers;
+    parser.feed(Buffer.from('data:'));
     for (let i = 0; i < 256; i++) parser.feed(chunk); // 64 MiB offered
     global.gc?.();
     const after = process.memoryUsage().heapUsed + process.memoryUsage().arrayBuffers;
