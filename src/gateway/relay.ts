@@ -17,7 +17,9 @@ import { adaptFrames, adaptProvider } from '../upstream/providers/adapt';
 import { codeOf } from '../upstream/providers/errors-http';
 import type { GatewayEvent, ProviderAdapter, TokenUsage } from '../upstream/providers/types';
 import { fetchUpstream, openUpstreamStream, UPSTREAM_HIGH_WATER_MARK, UPSTREAM_MAX_READ_BYTES, UPSTREAM_MIN_READ_BYTES, UPSTREAM_READ_BYTES, type UpstreamRequest, type UpstreamStream } from '../upstream/request';
+import { upstreamRedaction, type Scrubber, type UpstreamRedaction } from '../upstream/redact';
 import { openResumableStream } from '../upstream/resumable';
+import { scrubbingAdapter, scrubEvents } from '../upstream/providers/scrub';
 import { withRetries } from '../upstream/retry';
 import { watchAbort } from './abort-watch';
 import type { ResolvedRoute } from './config';
@@ -81,7 +83,9 @@ const NEVER_FORWARD = new Set(['connection', 'keep-alive', 'proxy-connection', '
  * the route's policies, writes through the demand bridge, and logs one line per stream.
  */
 export async function relay(req: Request, res: Response, options: RelayOptions): Promise<void> {
-  const { route, adapter, logger, metrics } = options;
+  const { route, logger, metrics } = options;
+  let adapter = options.adapter;
+  let redaction: UpstreamRedaction | undefined;
   const streamId = randomUUID();
   const arrivedAt = performance.now();
   const elapsed = (): number => round(performance.now() - arrivedAt);
@@ -143,7 +147,13 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
       connectTimeoutMs: route.timeouts.connectMs,
       firstByteTimeoutMs: route.timeouts.firstByteMs,
       idleTimeoutMs: route.timeouts.idleMs,
+      maxBodyBytes: route.maxBodyBytes,
+      route: route.path,
     };
+    // Nothing about the upstream reaches the client: its credentials leave every relayed body
+    // and frame, its URL every error (the adapter's errors are scrubbed from here on).
+    redaction = upstreamRedaction(upstreamRequest.url, route.apiKey, upstreamRequest.headers ?? {});
+    adapter = scrubbingAdapter(adapter, redaction.errors);
     const attempt = async <T>(call: () => Promise<T>): Promise<T> => {
       attempts++;
       try {
@@ -164,9 +174,10 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
       const answer = await withRetries(() => attempt(() => fetchUpstream(upstreamRequest)), route.retry, retryOptions);
       res.status(answer.status);
       if (answer.contentType) res.setHeader('Content-Type', answer.contentType);
-      res.end(answer.body);
-      metrics.bytesOut.inc({ route: route.path }, answer.body.length);
-      finish('completed', { status: answer.status, bytes: answer.body.length, stream: false });
+      const answerBody = redaction.keys.buffer(answer.body);
+      res.end(answerBody);
+      metrics.bytesOut.inc({ route: route.path }, answerBody.length);
+      finish('completed', { status: answer.status, bytes: answerBody.length, stream: false });
       return;
     }
 
@@ -253,6 +264,7 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
       }
     }
     const flow = buildChain(events, {
+      scrubber: redaction.keys,
       route,
       adapter,
       budget,
@@ -322,10 +334,12 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
         res.status(err.status);
         res.setHeader('Content-Type', err.contentType ?? 'application/json; charset=utf-8');
         if (err.retryAfterMs !== undefined) res.setHeader('Retry-After', String(Math.ceil(err.retryAfterMs / 1000)));
-        res.end(err.body);
+        res.end(redaction === undefined ? '' : redaction.errors.string(err.body));
       } else adapter.sendHttpError(res, err);
     }
     finish(clientGone ? 'client_closed' : errorOutcome(err), {
+      upstream: redaction?.url,
+      errorDetail: redaction?.detail(err),
       status: clientGone ? 499 : res.statusCode,
       errorCode: codeOf(err),
       timeoutKind: err instanceof TimeoutError ? err.kind : undefined,
@@ -344,6 +358,8 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
 }
 
 interface ChainOptions {
+  /** The upstream credentials, replaced in every event before the client sees it. */
+  scrubber: Scrubber;
   route: ResolvedRoute;
   adapter: ProviderAdapter;
   budget: ByteBudget;
@@ -473,10 +489,11 @@ class ReadGate extends OperatorSubscriber<Buffer, Buffer> {
 
 /**
  * (bytes → `sseDecode` → adapter, `sseFrames` → `adaptFrames`, or connectSse → adapter) → usage/ttft
- * tap → `limitRate` → user policy → overflow buffer (`terminate` only) → the provider's wire frames.
+ * tap → credential scrub → `limitRate` → user policy → overflow buffer (`terminate` only) → the provider's wire frames.
  */
 function buildChain(adapted: Flow<GatewayEvent>, o: ChainOptions): Flow<BridgeElement> {
   let events: Flow<GatewayEvent> = adapted.pipe(operator<GatewayEvent, GatewayEvent>((actual, context) => new ObserveSubscriber(actual, context, o)));
+  if (o.scrubber.active) events = events.pipe(scrubEvents(o.scrubber));
   if (o.route.policy.limitRate > 0) events = events.pipe(limitRate<GatewayEvent>(o.route.policy.limitRate));
   if (o.policy) events = o.policy(events, { streamId: o.streamId, route: o.route, budget: o.budget, req: o.req });
   if (o.route.policy.overflow === 'terminate') {

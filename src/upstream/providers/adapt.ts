@@ -96,7 +96,12 @@ function frameStep(adapter: ProviderAdapter): (frame: SseFrame) => Step {
       if (event.type === 'error') return { out: upTo(start), end: { error: event.error } };
       if (event.type === 'delta') delta = sawText = true;
       if ((event.type === 'delta' || event.type === 'usage') && event.usage !== undefined) usage = { ...usage, ...definedOnly(event.usage) };
-      if (event.type === 'done') return { out: upTo(end), end: 'done' };
+      if (event.type === 'done') {
+        const canonical = adapter.terminatorFrame;
+        if (canonical === undefined || canonical.compare(bytes, start, end) === 0) return { out: upTo(end), end: 'done' };
+        const wire = new SseFrame(start === 0 ? canonical : Buffer.concat([bytes.subarray(0, start), canonical]));
+        return { out: usage === undefined ? { type: 'frames', wire, delta } : { type: 'frames', wire, delta, usage }, end: 'done' };
+      }
     }
     return { out: upTo(bytes.length) };
   };

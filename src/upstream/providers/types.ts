@@ -52,6 +52,12 @@ export interface ProviderAdapter {
    * Absent: every frame is decoded.
    */
   needsDecode?: ((frame: Buffer) => boolean) | undefined;
+  /**
+   * For the byte relay: the terminator's block as the client gets it (OpenAI `data: [DONE]\n\n`),
+   * sent in place of the upstream's when that differs (`data:  [DONE]`, an `id:` line …). Absent:
+   * the upstream's block is relayed as it came.
+   */
+  terminatorFrame?: Buffer | undefined;
   /** Headers that carry the configured upstream credential (never the client's). */
   authHeaders(apiKey: string | undefined): Record<string, string>;
   /** An error written after the stream started, in the provider's SSE protocol. */
