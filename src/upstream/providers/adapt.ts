@@ -27,8 +27,9 @@ export function adaptProvider(adapter: ProviderAdapter): FlowOperator<SseEvent, 
  * `sseFrames`). A frame the adapter's `needsDecode` passes over, once the first text has been
  * seen, goes on as one `frames` event carrying its own bytes, never decoded. Any other frame is
  * split into its blocks and each is decoded with the adapter: the blocks before a terminator
- * or an error go on as one `frames` event (the terminator's block included, nothing after it),
- * an error then ends the sequence as in {@link adaptProvider}.
+ * or an error go on as one `frames` event (the terminator's block included, in the adapter's
+ * `terminatorFrame` form when it has one; nothing after it), an error then ends the sequence as
+ * in {@link adaptProvider}.
  *
  * Demand: passes requests and cancel through untouched (one frame in, at most one out).
  * Discard: nothing held.
