@@ -22,15 +22,19 @@ const CREDENTIAL_HEADERS = new Set(['authorization', 'proxy-authorization', 'x-a
  * found. Without secrets every method returns its input at the cost of one length check.
  */
 export class Scrubber {
-  /** Longest first, so a secret that contains another is replaced whole. */
+  /** Longest first, so a secret that contains another is replaced whole (`127.0.0.1:8080` before `127.0.0.1`). */
   private readonly strings: readonly string[];
+  /**
+   * What {@link buffer} scans for: the secrets none of which contains another (`Bearer sk-…`
+   * goes when `sk-…` is there too: whatever holds the first holds the second), one scan each.
+   */
   private readonly buffers: readonly Buffer[];
 
   constructor(secrets: Iterable<string | undefined>, minLength = MIN_SECRET_LENGTH) {
     const unique = new Set<string>();
     for (const s of secrets) if (s !== undefined && s.length >= minLength) unique.add(s);
     this.strings = [...unique].sort((a, b) => b.length - a.length);
-    this.buffers = this.strings.map((s) => Buffer.from(s));
+    this.buffers = this.strings.filter((s) => !this.strings.some((other) => other !== s && s.includes(other))).map((s) => Buffer.from(s));
   }
 
   /** True when there is at least one secret to scrub. */

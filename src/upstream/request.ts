@@ -503,9 +503,9 @@ class UpstreamCall {
     if (err instanceof TidegateError) return err;
     const e = err as { code?: unknown; errno?: unknown } | undefined;
     const code = typeof e?.code === 'string' && e.code !== 'FETCH_ERROR' ? e.code : typeof e?.errno === 'string' ? e.errno : 'connection error';
-    const who = this.request.route === undefined ? 'upstream' : `upstream for route ${this.request.route}`;
     const status = this.incoming?.statusCode;
-    const message = status === undefined ? `${who} unreachable (${code})` : `${who} connection broke after HTTP ${status} (${code})`;
+    // Before the status line the route says which upstream; a break mid-body reads the same on every route.
+    const message = status === undefined ? `upstream${this.request.route === undefined ? '' : ` for route ${this.request.route}`} unreachable (${code})` : `upstream connection broke after HTTP ${status} (${code})`;
     return new UpstreamResetError(message, { cause: err, status });
   }
 

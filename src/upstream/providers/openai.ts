@@ -213,7 +213,7 @@ export const openaiAdapter: ProviderAdapter = {
       return { type: 'frame', wire };
     };
   },
-  terminatorFrame: OPENAI_TERMINATOR,
+  terminatorFrame: (e) => (e.data === '[DONE]' ? undefined : OPENAI_TERMINATOR),
   needsDecode(frame) {
     return frame.indexOf(DONE_NEEDLE) !== -1 || frame.indexOf(ERROR_NEEDLE) !== -1 || hasUsageObject(frame) || hasAsciiEscape(frame);
   },

@@ -53,11 +53,11 @@ export interface ProviderAdapter {
    */
   needsDecode?: ((frame: Buffer) => boolean) | undefined;
   /**
-   * For the byte relay: the terminator's block as the client gets it (OpenAI `data: [DONE]\n\n`),
-   * sent in place of the upstream's when that differs (`data:  [DONE]`, an `id:` line …). Absent:
-   * the upstream's block is relayed as it came.
+   * For the byte relay: the bytes sent in place of the block of the terminator `event` (decoded),
+   * or `undefined` to relay the block as it came (also when absent). OpenAI: `data: [DONE]\n\n`
+   * for a form its SDK would not match (`data:  [DONE]`), as the event relay's wire does.
    */
-  terminatorFrame?: Buffer | undefined;
+  terminatorFrame?: ((event: SseEvent) => Buffer | undefined) | undefined;
   /** Headers that carry the configured upstream credential (never the client's). */
   authHeaders(apiKey: string | undefined): Record<string, string>;
   /** An error written after the stream started, in the provider's SSE protocol. */
