@@ -18,6 +18,8 @@ export { UNBOUNDED } from './flow/demand';
 export { ByteBudget, utf8Size } from './flow/budget';
 export { createFlow } from './flow/sources/create';
 export type { CreateFlowOptions, CreateOverflowStrategy, FlowSink } from './flow/sources/create';
+export { DEFAULT_GENERATE_SLICE, generate, IllegalSinkStateError } from './flow/sources/generate';
+export type { GenerateOptions, StatefulGenerator, SynchronousSink } from './flow/sources/generate';
 export { fromIterable } from './flow/sources/iterable';
 export { fromReadable } from './flow/sources/readable';
 export type { FromReadableOptions } from './flow/sources/readable';

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
+import { redactUrl } from '../upstream/redact';
 import { ConfigError, loadConfig } from './config';
 import { createLogger } from './logger';
 import { startGateway } from './server';
@@ -60,7 +61,8 @@ async function main(): Promise<void> {
   });
   const logger = createLogger();
   const gateway = await startGateway(config, { logger });
-  process.stdout.write(`tidegate listening on ${gateway.url} (upstream: ${gateway.upstreamUrl})\n`);
+  // Userinfo and query values of the upstream URL are credentials: never printed.
+  process.stdout.write(`tidegate listening on ${gateway.url} (upstream: ${redactUrl(gateway.upstreamUrl)})\n`);
   let signals = 0;
   const stop = (signal: NodeJS.Signals): void => {
     if (++signals > 1) process.exit(1); // a second signal: stop now

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import { DEFAULT_MAX_BODY_BYTES } from '../upstream/errors';
 
 const int = (min: number): z.ZodNumber => z.number().int().min(min);
 
@@ -151,6 +152,13 @@ export const configSchema = z
         apiKey: z.string().optional(),
         /** Static headers added to every upstream request. */
         headers: z.record(z.string(), z.string()).default({}),
+        /**
+         * Most bytes of an upstream body the gateway reads whole, bytes (default 8 MiB, at least
+         * 1024): a non-stream answer; an error body is read up to the lower of this and 64 KiB.
+         * A longer body aborts the upstream request and answers 502
+         * `ERR_TIDEGATE_UPSTREAM_BODY_TOO_LARGE`. Event streams are bounded by `stream.*` instead.
+         */
+        maxBodyBytes: int(1024).default(DEFAULT_MAX_BODY_BYTES),
       })
       .strict()
       .prefault({}),
@@ -253,6 +261,8 @@ export interface ResolvedRoute {
   /** Full upstream URL; `undefined` until the upstream base is known (simulator). */
   url: string | undefined;
   apiKey: string | undefined;
+  /** `upstream.maxBodyBytes`: most bytes of a whole upstream body read (non-stream answers, error bodies). */
+  maxBodyBytes: number;
   forwardHeaders: string[] | undefined;
   headers: Record<string, string>;
   stream: boolean;
@@ -280,6 +290,7 @@ export function resolveRoutes(config: GatewayConfig, upstreamBase: string | unde
     methods: r.methods ?? (r.provider === 'passthrough' ? ['GET', 'POST'] : ['POST']),
     url: r.url ?? (upstreamBase === undefined ? undefined : new URL((r.upstreamPath ?? r.path).slice(1), upstreamBase.endsWith('/') ? upstreamBase : `${upstreamBase}/`).toString()),
     apiKey: r.apiKey ?? config.upstream.apiKey,
+    maxBodyBytes: config.upstream.maxBodyBytes,
     forwardHeaders: r.forwardHeaders,
     headers: { ...config.upstream.headers, ...(r.headers ?? {}) },
     stream: r.stream,

@@ -1,6 +1,7 @@
 import type { Request, Response } from 'express';
 import { ByteBudget } from '../flow/budget';
 import type { ProviderAdapter } from '../upstream/providers/types';
+import { upstreamRedaction } from '../upstream/redact';
 import type { ResolvedRoute } from './config';
 import type { Logger } from './logger';
 import type { GatewayMetrics } from './metrics';
@@ -45,6 +46,9 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
   try {
     const ask = clientAsk(req, route);
     const request = upstreamRequest(req, route, options.adapter, ask, stream.signal);
+    // Nothing about the upstream reaches the client: its credentials leave every relayed body and
+    // frame, its URL every error.
+    const redaction = stream.redactWith(upstreamRedaction(request.url, route.apiKey, request.headers ?? {}));
     const plan = planStream(route, res, ask, options.policy !== undefined);
     if (plan.kind === 'whole') return await relayWhole(stream, request);
     stream.early = scheduleEarlyCommit(res, { afterMs: route.policy.earlyCommitMs, heartbeatMs: route.policy.heartbeatMs, headers: { 'X-Tidegate-Stream-Id': stream.streamId } });
@@ -54,6 +58,7 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
     const flow = policyChain(events, {
       route,
       budget,
+      scrubber: redaction.keys,
       policy: options.policy,
       req,
       streamId: stream.streamId,

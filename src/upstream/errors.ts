@@ -15,12 +15,67 @@ export class UpstreamHttpError extends TidegateError {
   }
 }
 
-/** The upstream connection failed or was reset (`ERR_TIDEGATE_UPSTREAM_RESET`). */
+/**
+ * The upstream connection failed or was reset (`ERR_TIDEGATE_UPSTREAM_RESET`). `status` is the
+ * HTTP status the upstream had answered before the connection broke, `undefined` when it broke
+ * before the status line (only then may the call be retried: see `retryDelayMs`). The message
+ * names the route and the failure (`ECONNREFUSED`), never the upstream URL; `cause` keeps the
+ * network error for logs.
+ */
 export class UpstreamResetError extends TidegateError {
-  constructor(message: string, options?: { cause?: unknown }) {
+  /** The upstream's status line before the break, `undefined` when none arrived. */
+  readonly status: number | undefined;
+
+  constructor(message: string, options?: { cause?: unknown; status?: number | undefined }) {
     super('ERR_TIDEGATE_UPSTREAM_RESET', message, options);
+    this.status = options?.status;
   }
 }
+
+/**
+ * An upstream body was larger than the gateway reads (`ERR_TIDEGATE_UPSTREAM_BODY_TOO_LARGE`,
+ * HTTP 502 to the client): a non-stream answer over `upstream.maxBodyBytes`, or an error body
+ * over {@link MAX_ERROR_BODY_BYTES}. The upstream request was aborted (its socket destroyed) as
+ * soon as the count passed `maxBytes`; nothing of the body reaches the client.
+ */
+export class UpstreamBodyTooLargeError extends TidegateError {
+  /** HTTP status when it ends a response before its headers. */
+  readonly status = 502;
+
+  constructor(
+    /** The status the upstream answered with (a 429 or 5xx stays retryable, see `retryDelayMs`). */
+    readonly upstreamStatus: number,
+    /** The limit that was passed, bytes. */
+    readonly maxBytes: number,
+    route = '',
+  ) {
+    super('ERR_TIDEGATE_UPSTREAM_BODY_TOO_LARGE', `upstream${route ? ` for route ${route}` : ''} answered HTTP ${upstreamStatus} with a body over ${maxBytes} bytes`);
+  }
+}
+
+/**
+ * A streaming request was answered 2xx with a body that is not `text/event-stream`
+ * (`ERR_TIDEGATE_UPSTREAM_NOT_STREAM`, HTTP 502 to the client). The body is not read: the
+ * upstream request is aborted at once, and never retried (the upstream did answer).
+ */
+export class UpstreamNotStreamError extends TidegateError {
+  /** HTTP status when it ends a response before its headers. */
+  readonly status = 502;
+
+  constructor(
+    readonly upstreamStatus: number,
+    /** The upstream's `Content-Type`, `undefined` when it sent none. */
+    readonly contentType: string | undefined,
+    route = '',
+  ) {
+    super('ERR_TIDEGATE_UPSTREAM_NOT_STREAM', `upstream${route ? ` for route ${route}` : ''} answered HTTP ${upstreamStatus} with ${contentType ?? 'no content type'}, not text/event-stream`);
+  }
+}
+
+/** Most bytes of an upstream error body the gateway reads and relays (64 KiB); a longer one is {@link UpstreamBodyTooLargeError}. */
+export const MAX_ERROR_BODY_BYTES = 64 * 1024;
+/** Default most bytes of a non-stream upstream answer (8 MiB, `upstream.maxBodyBytes`). */
+export const DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024;
 
 /**
  * The upstream closed its event stream without the provider's terminator (OpenAI

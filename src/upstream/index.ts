@@ -1,5 +1,15 @@
 // Public exports of src/upstream (re-exports only).
-export { UpstreamHttpError, UpstreamResetError, UpstreamStreamError, UpstreamTruncatedError } from './errors';
+export {
+  DEFAULT_MAX_BODY_BYTES,
+  MAX_ERROR_BODY_BYTES,
+  UpstreamBodyTooLargeError,
+  UpstreamHttpError,
+  UpstreamNotStreamError,
+  UpstreamResetError,
+  UpstreamStreamError,
+  UpstreamTruncatedError,
+} from './errors';
+export { redactUrl, Scrubber } from './redact';
 export {
   DEFAULT_CONNECT_TIMEOUT_MS,
   DEFAULT_FIRST_BYTE_TIMEOUT_MS,

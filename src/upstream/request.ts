@@ -10,7 +10,8 @@ import { idleTimeout } from '../flow/operators/idle-timeout';
 import { OperatorSubscriber, operator } from '../flow/operators/operator-subscriber';
 import { fromReadable } from '../flow/sources/readable';
 import type { FlowContext, Subscriber } from '../flow/types';
-import { UpstreamHttpError, UpstreamResetError } from './errors';
+import { readBounded } from './body-limit';
+import { DEFAULT_MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES, UpstreamBodyTooLargeError, UpstreamHttpError, UpstreamNotStreamError, UpstreamResetError } from './errors';
 
 /**
  * Bytes libuv reads from an upstream socket at once (plain HTTP) unless the call sets
@@ -179,6 +180,19 @@ export interface UpstreamRequest {
    * as large as the budget allows and never larger (the smallest read, 1 KiB, excepted).
    */
   readBytes?: ((unreadBytes: number) => number) | undefined;
+  /**
+   * Most bytes of a whole body read by {@link fetchUpstream} (default 8 MiB,
+   * {@link DEFAULT_MAX_BODY_BYTES}); an error body is read up to the lower of this and
+   * {@link MAX_ERROR_BODY_BYTES} (64 KiB). A longer body aborts the request and signals
+   * {@link UpstreamBodyTooLargeError}.
+   */
+  maxBodyBytes?: number | undefined;
+  /**
+   * The route this call serves, e.g. `/v1/chat/completions`: error messages name it (`upstream
+   * for route /v1/chat/completions unreachable (ECONNREFUSED)`) and never the URL, whose host,
+   * userinfo or query a client must not see.
+   */
+  route?: string | undefined;
 }
 
 /**
@@ -221,17 +235,23 @@ export interface UpstreamBody {
  * Sends `request` through node-fetch (keep-alive agent, `Accept-Encoding: identity`, since a
  * compressed SSE body delays or breaks streaming) and resolves once the upstream answered.
  *
- * Errors: {@link UpstreamHttpError} for a non-2xx status or a non-`text/event-stream` body
- * (status and body text kept for pass-through); {@link UpstreamResetError} when the connection
- * fails; `TimeoutError` (`connect`, `first`); the signal's abort reason when aborted.
+ * Errors: {@link UpstreamHttpError} for a non-2xx status (status and body text, at most
+ * {@link MAX_ERROR_BODY_BYTES}, kept for pass-through); {@link UpstreamNotStreamError} for a 2xx
+ * whose body is not `text/event-stream` (the body is not read, the request is aborted);
+ * {@link UpstreamBodyTooLargeError} for a longer error body; {@link UpstreamResetError} when the
+ * connection fails; `TimeoutError` (`connect`, `first`); the signal's abort reason when aborted.
  */
 export async function openUpstreamStream(request: UpstreamRequest): Promise<UpstreamStream> {
   const call = new UpstreamCall(request);
   const response = await call.send({ accept: 'text/event-stream' });
   const contentType = response.headers.get('content-type') ?? undefined;
-  if (!response.ok || !contentType?.startsWith('text/event-stream')) {
-    const body = await call.text(response).finally(() => call.release());
-    throw new UpstreamHttpError(response.ok ? 502 : response.status, body, contentType, retryAfterMs(response.headers.get('retry-after')));
+  if (response.ok && !contentType?.startsWith('text/event-stream')) {
+    call.release();
+    throw new UpstreamNotStreamError(response.status, contentType, request.route);
+  }
+  if (!response.ok) {
+    const body = await call.errorBody(response).finally(() => call.release());
+    throw new UpstreamHttpError(response.status, body, contentType, retryAfterMs(response.headers.get('retry-after')));
   }
   const source = response.body as unknown as Readable;
   call.body = source;
@@ -244,10 +264,13 @@ export async function openUpstreamStream(request: UpstreamRequest): Promise<Upst
 
 /**
  * Sends `request` and reads the whole answer (the non-stream routes). Same agent, headers and
- * timeouts as {@link openUpstreamStream}; the first-byte deadline covers the status line.
+ * timeouts as {@link openUpstreamStream}; the first-byte deadline covers the status line. The
+ * body is read incrementally up to `maxBodyBytes` (an error body up to 64 KiB).
  *
  * Errors: {@link UpstreamHttpError} for a non-2xx status (body kept for pass-through),
- * {@link UpstreamResetError}, `TimeoutError`, the signal's reason.
+ * {@link UpstreamBodyTooLargeError} for a longer body (the request aborted, its socket
+ * destroyed), {@link UpstreamResetError} (with the answered `status` when the body broke),
+ * `TimeoutError`, the signal's reason.
  */
 export async function fetchUpstream(request: UpstreamRequest): Promise<UpstreamBody> {
   const call = new UpstreamCall(request);
@@ -255,7 +278,8 @@ export async function fetchUpstream(request: UpstreamRequest): Promise<UpstreamB
   call.firstByte();
   const contentType = response.headers.get('content-type') ?? undefined;
   try {
-    const body = await response.buffer();
+    const maxBytes = request.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+    const body = await call.readBody(response, response.ok ? maxBytes : Math.min(maxBytes, MAX_ERROR_BODY_BYTES));
     if (!response.ok) {
       throw new UpstreamHttpError(response.status, body.toString('utf8'), contentType, retryAfterMs(response.headers.get('retry-after')));
     }
@@ -431,11 +455,31 @@ class UpstreamCall {
     return bytes;
   }
 
-  /** The body of an error answer ('' if it breaks); an abort meanwhile rejects with its reason, as the call's does. */
-  async text(response: Response): Promise<string> {
+  /**
+   * The whole body, read up to `maxBytes`: past it the request is aborted (socket destroyed) and
+   * this rejects with {@link UpstreamBodyTooLargeError}. The body is read as it arrives, never
+   * with node-fetch's unbounded `buffer()` / `text()`.
+   */
+  readBody(response: Response, maxBytes: number): Promise<Buffer> {
+    const source = response.body as unknown as Readable;
+    this.body = source;
+    return readBounded(source, maxBytes, (limit) => {
+      const error = new UpstreamBodyTooLargeError(response.status, limit, this.request.route);
+      this.abort(error);
+      return error;
+    });
+  }
+
+  /**
+   * The body of an error answer, at most the lower of `maxBodyBytes` and
+   * {@link MAX_ERROR_BODY_BYTES} ('' if it breaks); a longer one rejects with
+   * {@link UpstreamBodyTooLargeError}; an abort meanwhile rejects with its reason, as the call's does.
+   */
+  async errorBody(response: Response): Promise<string> {
+    const maxBytes = Math.min(this.request.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES);
     let text = '';
     try {
-      text = await response.text();
+      text = (await this.readBody(response, maxBytes)).toString('utf8');
     } catch {
       // a broken error body: the status says enough
     }
@@ -449,11 +493,20 @@ class UpstreamCall {
     this.firstByteTimer = undefined;
   }
 
-  /** Maps a fetch or body error to what callers see: our own abort reason, or a reset. */
+  /**
+   * Maps a fetch or body error to what callers see: our own abort reason, or a reset naming the
+   * route and the network error's code, never the URL (node-fetch's message holds it; `cause`
+   * keeps it for logs). A reset after the status line carries that `status`.
+   */
   mapError(err: unknown): unknown {
     if (this.signal.aborted) return this.signal.reason ?? err;
     if (err instanceof TidegateError) return err;
-    return new UpstreamResetError(`upstream connection failed: ${(err as Error).message}`, { cause: err });
+    const e = err as { code?: unknown; errno?: unknown } | undefined;
+    const code = typeof e?.code === 'string' && e.code !== 'FETCH_ERROR' ? e.code : typeof e?.errno === 'string' ? e.errno : 'connection error';
+    const status = this.incoming?.statusCode;
+    // Before the status line the route says which upstream; a break mid-body reads the same on every route.
+    const message = status === undefined ? `upstream${this.request.route === undefined ? '' : ` for route ${this.request.route}`} unreachable (${code})` : `upstream connection broke after HTTP ${status} (${code})`;
+    return new UpstreamResetError(message, { cause: err, status });
   }
 
   /** Stops the timers and detaches from the caller's signal; aborts the request unless it ended cleanly (`abort: false` keeps the socket for reuse). */

@@ -1,5 +1,5 @@
 import { TimeoutError } from '../errors';
-import { UpstreamHttpError, UpstreamResetError } from './errors';
+import { UpstreamBodyTooLargeError, UpstreamHttpError, UpstreamResetError } from './errors';
 
 /** When and how often an upstream call is retried. Delays in ms. */
 export interface RetryPolicy {
@@ -34,9 +34,18 @@ const DEFAULTS = {
 };
 
 /**
- * The wait before another attempt, or `undefined` when `error` must not be retried: only a
- * network failure before any response ({@link UpstreamResetError}), a connect timeout, or an
- * HTTP status in `retryStatuses`; a `Retry-After` is honoured as given (up to `maxRetryAfterMs`),
+ * The wait before another attempt, or `undefined` when `error` must not be retried. Only what
+ * failed before the upstream answered, or answered with a retryable status, is retried:
+ *
+ * | error | retried |
+ * | --- | --- |
+ * | {@link UpstreamResetError} before the status line, connect timeout | yes |
+ * | HTTP status in `retryStatuses` (its body read or too large) | yes |
+ * | any status 2xx (200 JSON to a stream request, body too large, body broken) | never |
+ * | other 4xx/5xx, {@link UpstreamResetError} after a status line, other errors | no |
+ *
+ * A 2xx answer may already be billed upstream, so one client request makes one upstream request
+ * once the upstream answered 2xx. A `Retry-After` is honoured as given (up to `maxRetryAfterMs`),
  * otherwise exponential backoff with full jitter (AWS Architecture Blog, "Exponential Backoff
  * And Jitter").
  *
@@ -55,14 +64,23 @@ export function retryDelayMs(error: unknown, attempt: number, policy: RetryPolic
   if (attempt >= p.maxAttempts) return undefined;
   let retryAfter: number | undefined;
   if (error instanceof UpstreamHttpError) {
-    if (!p.retryStatuses.includes(error.status)) return undefined;
+    if (!retryableStatus(error.status, p.retryStatuses)) return undefined;
     retryAfter = error.retryAfterMs;
-  } else if (!(error instanceof UpstreamResetError) && !(error instanceof TimeoutError && error.kind === 'connect')) {
+  } else if (error instanceof UpstreamBodyTooLargeError) {
+    if (!retryableStatus(error.upstreamStatus, p.retryStatuses)) return undefined;
+  } else if (error instanceof UpstreamResetError) {
+    if (error.status !== undefined && !retryableStatus(error.status, p.retryStatuses)) return undefined;
+  } else if (!(error instanceof TimeoutError && error.kind === 'connect')) {
     return undefined;
   }
   if (retryAfter !== undefined) return retryAfter <= p.maxRetryAfterMs ? retryAfter : undefined;
   const ceiling = Math.min(p.maxDelayMs, p.baseDelayMs * 2 ** (attempt - 1));
   return Math.floor(random() * ceiling);
+}
+
+/** A status worth another attempt: in `retryStatuses`, and never a 1xx–3xx (the upstream answered). */
+function retryableStatus(status: number, retryStatuses: readonly number[]): boolean {
+  return status >= 400 && retryStatuses.includes(status);
 }
 
 /**

@@ -53,7 +53,8 @@ export interface GenerateOptions<S = undefined> {
 /** Default {@link GenerateOptions.sliceSize}: 256 generator calls per event-loop turn. */
 export const DEFAULT_GENERATE_SLICE = 256;
 
-type StatefulGenerator<T, S> = (state: S, sink: SynchronousSink<T>) => S;
+/** A generator with state: called once per requested element with the state, returns the next state. */
+export type StatefulGenerator<T, S> = (state: S, sink: SynchronousSink<T>) => S;
 
 /**
  * Programmatically creates a flow by generating signals one by one: `generator` is called

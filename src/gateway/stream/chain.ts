@@ -8,7 +8,9 @@ import { onBackpressureBuffer } from '../../flow/operators/on-backpressure-buffe
 import { OperatorSubscriber, operator } from '../../flow/operators/operator-subscriber';
 import type { FlowContext, Subscriber } from '../../flow/types';
 import { SseFrame } from '../../sse';
+import { scrubEvents } from '../../upstream/providers/scrub';
 import type { GatewayEvent, TokenUsage } from '../../upstream/providers/types';
+import type { Scrubber } from '../../upstream/redact';
 import type { ResolvedRoute } from '../config';
 
 /** What a user-written policy receives besides the events. */
@@ -30,6 +32,8 @@ export type StreamPolicyFn = (events: Flow<GatewayEvent>, context: PolicyContext
 
 /** What {@link policyChain} needs of the stream. */
 export interface ChainOptions {
+  /** The upstream credentials, replaced in every event before the client sees it. */
+  scrubber: Scrubber;
   route: ResolvedRoute;
   budget: ByteBudget;
   policy: StreamPolicyFn | undefined;
@@ -43,10 +47,11 @@ export interface ChainOptions {
 
 /**
  * The route's policy operators between the provider adapter and the bridge: usage/ttft tap →
- * `limitRate` → user policy → overflow buffer (`terminate` only) → the provider's wire frames.
+ * credential scrub → `limitRate` → user policy → overflow buffer (`terminate` only) → the provider's wire frames.
  */
 export function policyChain(adapted: Flow<GatewayEvent>, o: ChainOptions): Flow<BridgeElement> {
   let events: Flow<GatewayEvent> = adapted.pipe(operator<GatewayEvent, GatewayEvent>((actual, context) => new ObserveSubscriber(actual, context, o)));
+  if (o.scrubber.active) events = events.pipe(scrubEvents(o.scrubber));
   if (o.route.policy.limitRate > 0) events = events.pipe(limitRate<GatewayEvent>(o.route.policy.limitRate));
   if (o.policy) events = o.policy(events, { streamId: o.streamId, route: o.route, budget: o.budget, req: o.req });
   if (o.route.policy.overflow === 'terminate') {

@@ -2,6 +2,8 @@ import type { Request, Response } from 'express';
 import { randomUUID } from 'node:crypto';
 import { ShutdownError, TimeoutError } from '../../errors';
 import type { ProviderAdapter, TokenUsage } from '../../upstream/providers/types';
+import { scrubbingAdapter } from '../../upstream/providers/scrub';
+import type { UpstreamRedaction } from '../../upstream/redact';
 import type { RetryNotice } from '../../upstream/retry';
 import { watchAbort } from '../abort-watch';
 import type { ResolvedRoute } from '../config';
@@ -34,6 +36,10 @@ export class StreamContext {
   /** Upstream requests made so far (retries and resumable reconnects count). */
   attempts = 0;
   ttftMs: number | undefined;
+  /** The route's adapter; once {@link redactWith} ran, with its client-facing errors scrubbed. */
+  adapter: ProviderAdapter;
+  /** What the upstream call must keep from clients and logs (set once its request is built). */
+  redaction: UpstreamRedaction | undefined;
   /** Headers committed before the upstream answered (`policy.earlyCommitMs`), with heartbeats. */
   early: EarlyCommit | undefined;
   private readonly arrivedAt = performance.now();
@@ -62,6 +68,14 @@ export class StreamContext {
     this.totalTimer = totalMs > 0 ? setTimeout(() => this.abortWith(new TimeoutError('total', totalMs, `stream exceeded its total time of ${totalMs} ms`)), totalMs) : undefined;
     res.once('close', this.onClientClose);
     env.metrics.activeStreams.inc({ route: route.path });
+    this.adapter = env.adapter;
+  }
+
+  /** Keeps the upstream's credentials and URL out of everything a client sees from now on. */
+  redactWith(redaction: UpstreamRedaction): UpstreamRedaction {
+    this.redaction = redaction;
+    this.adapter = scrubbingAdapter(this.env.adapter, redaction.errors);
+    return redaction;
   }
 
   /** Aborted when the gateway ends the stream; its reason is why. */

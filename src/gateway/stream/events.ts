@@ -61,7 +61,7 @@ function byteRelayEvents(upstream: UpstreamStream, plan: BytesPlan, admission: R
   return upstream.body.pipe(
     admission.gate(),
     sseFrames({ maxEventBytes: plan.maxEventBytes, maxFrameBytes: plan.frameBytes, queued: admission.queued }),
-    adaptFrames(stream.env.adapter),
+    adaptFrames(stream.adapter),
   );
 }
 
@@ -72,7 +72,7 @@ function byteRelayEvents(upstream: UpstreamStream, plan: BytesPlan, admission: R
  */
 function eventRelayEvents(upstream: UpstreamStream, plan: EventsPlan, stream: StreamContext): Flow<GatewayEvent> {
   const { maxEventBytes } = plan;
-  return upstream.body.pipe(sseDecode({ maxEventBytes, maxLineBytes: maxEventBytes }), adaptProvider(stream.env.adapter));
+  return upstream.body.pipe(sseDecode({ maxEventBytes, maxLineBytes: maxEventBytes }), adaptProvider(stream.adapter));
 }
 
 /**
@@ -81,7 +81,7 @@ function eventRelayEvents(upstream: UpstreamStream, plan: EventsPlan, stream: St
  * its first connection answered.
  */
 async function resumableEvents(stream: StreamContext, request: UpstreamRequest): Promise<Flow<GatewayEvent>> {
-  const { route, adapter } = stream.env;
+  const { route } = stream.env;
   const terminator = route.terminator;
   stream.attempts++;
   const decoded = await openResumableStream({
@@ -103,5 +103,5 @@ async function resumableEvents(stream: StreamContext, request: UpstreamRequest):
     throw err;
   });
   stream.countUpstream('ok');
-  return decoded.pipe(adaptProvider(adapter));
+  return decoded.pipe(adaptProvider(stream.adapter));
 }

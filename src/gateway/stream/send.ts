@@ -23,7 +23,8 @@ export interface Delivery extends Omit<OpenedStream, 'events'> {
  */
 export async function sendToClient(stream: StreamContext, d: Delivery): Promise<void> {
   const { res, env } = stream;
-  const { route, adapter, metrics } = env;
+  const { route, metrics } = env;
+  const { adapter } = stream;
   const { plan, budget, admission, reader } = d;
   let handle: StreamHandle | undefined;
   const bodyOf = (call: UpstreamStream): Readable => call.response.body as unknown as Readable;
@@ -81,17 +82,19 @@ export async function sendToClient(stream: StreamContext, d: Delivery): Promise<
  * it already left. Logs how it ended.
  */
 export function failBeforeHeaders(stream: StreamContext, err: unknown): void {
-  const { res, env } = stream;
+  const { res } = stream;
   const clientGone = err instanceof ClientClosedError || res.destroyed;
   if (!clientGone && !res.headersSent) {
     if (err instanceof UpstreamHttpError) {
       res.status(err.status);
       res.setHeader('Content-Type', err.contentType ?? 'application/json; charset=utf-8');
       if (err.retryAfterMs !== undefined) res.setHeader('Retry-After', String(Math.ceil(err.retryAfterMs / 1000)));
-      res.end(err.body);
-    } else env.adapter.sendHttpError(res, err);
-  } else if (!clientGone && stream.early?.committed === true) stream.early.fail(err, (e) => env.adapter.formatError(e));
+      res.end(stream.redaction === undefined ? '' : stream.redaction.errors.string(err.body));
+    } else stream.adapter.sendHttpError(res, err);
+  } else if (!clientGone && stream.early?.committed === true) stream.early.fail(err, (e) => stream.adapter.formatError(e));
   stream.finish(clientGone ? 'client_closed' : errorOutcome(err), {
+    upstream: stream.redaction?.url,
+    errorDetail: stream.redaction?.detail(err),
     status: clientGone ? 499 : res.statusCode,
     errorCode: codeOf(err),
     timeoutKind: err instanceof TimeoutError ? err.kind : undefined,

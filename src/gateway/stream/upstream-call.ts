@@ -41,6 +41,8 @@ export function upstreamRequest(req: Request, route: ResolvedRoute & { url: stri
     connectTimeoutMs: route.timeouts.connectMs,
     firstByteTimeoutMs: route.timeouts.firstByteMs,
     idleTimeoutMs: route.timeouts.idleMs,
+    maxBodyBytes: route.maxBodyBytes,
+    route: route.path,
   };
 }
 

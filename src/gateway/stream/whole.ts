@@ -11,7 +11,9 @@ export async function relayWhole(stream: StreamContext, request: UpstreamRequest
   const answer = await withRetries(() => stream.attempt(() => fetchUpstream(request)), env.route.retry, stream.retryOptions());
   res.status(answer.status);
   if (answer.contentType) res.setHeader('Content-Type', answer.contentType);
-  res.end(answer.body);
-  env.metrics.bytesOut.inc({ route: env.route.path }, answer.body.length);
-  stream.finish('completed', { status: answer.status, bytes: answer.body.length, stream: false });
+  // The answer may echo a credential the gateway sent.
+  const body = stream.redaction === undefined ? answer.body : stream.redaction.keys.buffer(answer.body);
+  res.end(body);
+  env.metrics.bytesOut.inc({ route: env.route.path }, body.length);
+  stream.finish('completed', { status: answer.status, bytes: body.length, stream: false });
 }

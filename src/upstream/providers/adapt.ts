@@ -27,8 +27,9 @@ export function adaptProvider(adapter: ProviderAdapter): FlowOperator<SseEvent, 
  * `sseFrames`). A frame the adapter's `needsDecode` passes over, once the first text has been
  * seen, goes on as one `frames` event carrying its own bytes, never decoded. Any other frame is
  * split into its blocks and each is decoded with the adapter: the blocks before a terminator
- * or an error go on as one `frames` event (the terminator's block included, nothing after it),
- * an error then ends the sequence as in {@link adaptProvider}.
+ * or an error go on as one `frames` event (the terminator's block included, or the adapter's
+ * `terminatorFrame` in its place; nothing after it), an error then ends the sequence as
+ * in {@link adaptProvider}.
  *
  * Demand: passes requests and cancel through untouched (one frame in, at most one out).
  * Discard: nothing held.
@@ -91,12 +92,18 @@ function frameStep(adapter: ProviderAdapter): (frame: SseFrame) => Step {
       const start = pos;
       pos = end;
       if (parsed === undefined) continue;
-      const event = decode(parsed);
+      const block = parsed;
+      const event = decode(block);
       parsed = undefined; // not held until the next frame that needs decoding (the last one may be the last of the stream)
       if (event.type === 'error') return { out: upTo(start), end: { error: event.error } };
       if (event.type === 'delta') delta = sawText = true;
       if ((event.type === 'delta' || event.type === 'usage') && event.usage !== undefined) usage = { ...usage, ...definedOnly(event.usage) };
-      if (event.type === 'done') return { out: upTo(end), end: 'done' };
+      if (event.type === 'done') {
+        const canonical = adapter.terminatorFrame?.(block);
+        if (canonical === undefined) return { out: upTo(end), end: 'done' };
+        const wire = new SseFrame(start === 0 ? canonical : Buffer.concat([bytes.subarray(0, start), canonical]));
+        return { out: usage === undefined ? { type: 'frames', wire, delta } : { type: 'frames', wire, delta, usage }, end: 'done' };
+      }
     }
     return { out: upTo(bytes.length) };
   };

@@ -73,6 +73,25 @@ function skipDataSpace(frame: Buffer, i: number): number {
   }
 }
 
+/**
+ * True when an event's `data` ends an OpenAI stream. openai-node (6.x, `core/streaming.js`)
+ * ends its `Stream` on `sse.data.startsWith('[DONE]')`, after its SSE decoder stripped one
+ * leading space of the field (WHATWG HTML §9.2.6): `data: [DONE]`, `data:[DONE]` and their CRLF
+ * forms give `[DONE]` and end it; `data:  [DONE]` (two spaces, sent by some compatible servers)
+ * gives ` [DONE]`, which the SDK does not match and then fails to `JSON.parse`. The gateway
+ * matches as the SDK does, and also after any run of spaces, and forwards the terminator as
+ * `data: [DONE]` ({@link OPENAI_TERMINATOR}), so such a stream ends cleanly for every client.
+ */
+export function isOpenAiDone(data: string): boolean {
+  if (data === '[DONE]') return true;
+  let i = 0;
+  while (data.charCodeAt(i) === 0x20) i++;
+  return data.startsWith('[DONE]', i);
+}
+
+/** The terminator block the gateway sends an OpenAI client, whatever form the upstream's had. */
+export const OPENAI_TERMINATOR = Buffer.from('data: [DONE]\n\n');
+
 const CHOICE_PREFIX = '"choices":[{"index":0,"delta":{"content":"';
 
 /** The parts around the content of the last chunk that took the fast path (constant within a stream). */
@@ -168,7 +187,7 @@ export const openaiAdapter: ProviderAdapter = {
     const fast: FastState = { head: '', suffix: '' };
     return (e: SseEvent): GatewayEvent => {
       const wire = wireOf(e);
-      if (e.data === '[DONE]') return { type: 'done', wire };
+      if (isOpenAiDone(e.data)) return { type: 'done', wire: e.data === '[DONE]' ? wire : { data: '[DONE]' } };
       const text = fastContent(e.data, fast);
       if (text !== undefined) return text.length > 0 ? { type: 'delta', text, wire } : { type: 'frame', wire };
       const body = parseObject(e.data);
@@ -194,6 +213,7 @@ export const openaiAdapter: ProviderAdapter = {
       return { type: 'frame', wire };
     };
   },
+  terminatorFrame: (e) => (e.data === '[DONE]' ? undefined : OPENAI_TERMINATOR),
   needsDecode(frame) {
     return frame.indexOf(DONE_NEEDLE) !== -1 || frame.indexOf(ERROR_NEEDLE) !== -1 || hasUsageObject(frame) || hasAsciiEscape(frame);
   },

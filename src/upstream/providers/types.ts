@@ -52,6 +52,12 @@ export interface ProviderAdapter {
    * Absent: every frame is decoded.
    */
   needsDecode?: ((frame: Buffer) => boolean) | undefined;
+  /**
+   * For the byte relay: the bytes sent in place of the block of the terminator `event` (decoded),
+   * or `undefined` to relay the block as it came (also when absent). OpenAI: `data: [DONE]\n\n`
+   * for a form its SDK would not match (`data:  [DONE]`), as the event relay's wire does.
+   */
+  terminatorFrame?: ((event: SseEvent) => Buffer | undefined) | undefined;
   /** Headers that carry the configured upstream credential (never the client's). */
   authHeaders(apiKey: string | undefined): Record<string, string>;
   /** An error written after the stream started, in the provider's SSE protocol. */

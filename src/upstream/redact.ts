@@ -1,0 +1,172 @@
+/**
+ * What the gateway removes from anything an upstream sends before a client sees it: the
+ * configured credentials (and, in error messages, the parts of the upstream URL), replaced by
+ * {@link REDACTED}.
+ */
+
+/** What a scrubbed secret is replaced by. */
+export const REDACTED = '[redacted]';
+
+/**
+ * Shortest secret scrubbed, characters: a shorter value (a test key `x`) would rewrite ordinary
+ * text. Real API keys are far longer.
+ */
+export const MIN_SECRET_LENGTH = 8;
+
+/** Headers whose values are credentials: their values (and the token after `Bearer `/`Basic `) are secrets. */
+const CREDENTIAL_HEADERS = new Set(['authorization', 'proxy-authorization', 'x-api-key', 'api-key']);
+
+/**
+ * Replaces each of a fixed set of secrets (exact, case-sensitive substrings) by
+ * {@link REDACTED}. A secret spelt otherwise (JSON `\u` escapes, split across two events) is not
+ * found. Without secrets every method returns its input at the cost of one length check.
+ */
+export class Scrubber {
+  /** Longest first, so a secret that contains another is replaced whole (`127.0.0.1:8080` before `127.0.0.1`). */
+  private readonly strings: readonly string[];
+  /**
+   * What {@link buffer} scans for: the secrets none of which contains another (`Bearer sk-…`
+   * goes when `sk-…` is there too: whatever holds the first holds the second), one scan each.
+   */
+  private readonly buffers: readonly Buffer[];
+
+  constructor(secrets: Iterable<string | undefined>, minLength = MIN_SECRET_LENGTH) {
+    const unique = new Set<string>();
+    for (const s of secrets) if (s !== undefined && s.length >= minLength) unique.add(s);
+    this.strings = [...unique].sort((a, b) => b.length - a.length);
+    this.buffers = this.strings.filter((s) => !this.strings.some((other) => other !== s && s.includes(other))).map((s) => Buffer.from(s));
+  }
+
+  /** True when there is at least one secret to scrub. */
+  get active(): boolean {
+    return this.strings.length > 0;
+  }
+
+  /** `text` with every secret replaced. */
+  string(text: string): string {
+    for (const secret of this.strings) if (text.includes(secret)) text = text.split(secret).join(REDACTED);
+    return text;
+  }
+
+  /** `bytes` itself when it holds no secret (one `Buffer#indexOf` per secret), else a copy with each replaced. */
+  buffer(bytes: Buffer): Buffer {
+    for (let k = 0; k < this.buffers.length; k++) {
+      if (bytes.indexOf(this.buffers[k]) !== -1) return Buffer.from(this.string(bytes.toString('utf8')));
+    }
+    return bytes;
+  }
+
+  /** A scrubber with this one's secrets and `more`'s. */
+  with(more: Scrubber): Scrubber {
+    return new Scrubber([...this.strings, ...more.strings], 1);
+  }
+}
+
+/**
+ * The credentials the gateway sends upstream: the route's `apiKey` and the values of the
+ * credential headers it sets (`Authorization`, `Proxy-Authorization`, `x-api-key`, `api-key`),
+ * each also without its `Bearer ` / `Basic ` scheme.
+ */
+export function credentialSecrets(apiKey: string | undefined, headers: Readonly<Record<string, string>>): string[] {
+  const out: string[] = [];
+  if (apiKey !== undefined) out.push(apiKey);
+  for (const [name, value] of Object.entries(headers)) {
+    if (!CREDENTIAL_HEADERS.has(name.toLowerCase())) continue;
+    out.push(value);
+    const token = /^\s*(?:bearer|basic)\s+(.+)$/i.exec(value)?.[1];
+    if (token !== undefined) out.push(token.trim());
+  }
+  return out;
+}
+
+/**
+ * Parts of an upstream URL a client must not learn, for scrubbing error messages: the URL as
+ * given and as normalized, its origin, `host` (with port), host name, and its
+ * {@link urlCredentials}.
+ */
+export function urlSecrets(url: string): string[] {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return [url];
+  }
+  return [url, u.href, u.origin, u.host, u.hostname, ...urlCredentials(url)].filter((s) => s.length > 0);
+}
+
+/** An upstream URL's user name, password and query values (each at least 4 characters; decoded and as written): secret even in logs. */
+export function urlCredentials(url: string): string[] {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return [];
+  }
+  const out: string[] = [];
+  for (const part of [u.username, u.password, decodeURIComponentSafe(u.username), decodeURIComponentSafe(u.password)]) if (part.length >= 4) out.push(part);
+  for (const [, value] of u.searchParams) if (value.length >= 4) out.push(value, encodeURIComponent(value));
+  return out;
+}
+
+/** The scrubbers and log fields of one upstream call (see {@link upstreamRedaction}). */
+export interface UpstreamRedaction {
+  /** The credentials the gateway sends upstream: scrubbed from every upstream body and frame relayed to a client. */
+  readonly keys: Scrubber;
+  /** {@link keys} and every part of the upstream URL: scrubbed from error bodies and messages a client sees. */
+  readonly errors: Scrubber;
+  /** The upstream URL for logs ({@link redactUrl}). */
+  readonly url: string;
+  /** An error's detail for logs (its cause's message when it has one): the URL redacted, no credential. */
+  detail(error: unknown): string | undefined;
+}
+
+/**
+ * What one upstream call must keep from clients and logs: `apiKey` and the credential headers
+ * it sends (see {@link credentialSecrets}), the URL's host, userinfo and query.
+ */
+export function upstreamRedaction(url: string, apiKey: string | undefined, headers: Readonly<Record<string, string>>): UpstreamRedaction {
+  const keys = new Scrubber(credentialSecrets(apiKey, headers));
+  const forLogs = keys.with(new Scrubber(urlCredentials(url), 1));
+  const redacted = redactUrl(url);
+  let href = url;
+  try {
+    href = new URL(url).href;
+  } catch {
+    // not a URL: only the string as given is replaced
+  }
+  return {
+    keys,
+    errors: keys.with(new Scrubber(urlSecrets(url), 1)),
+    url: redacted,
+    detail(error) {
+      if (error === undefined) return undefined;
+      const cause = error instanceof Error && error.cause instanceof Error ? error.cause : error;
+      const message = cause instanceof Error ? cause.message : String(cause);
+      return forLogs.string(message.split(href).join(redacted).split(url).join(redacted));
+    },
+  };
+}
+
+/** `url` for logs: user name and password replaced by `[redacted]`, each query value by `[redacted]`. */
+export function redactUrl(url: string): string {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return REDACTED;
+  }
+  if (u.username !== '') u.username = 'redacted';
+  if (u.password !== '') u.password = 'redacted';
+  const keys = [...new Set([...u.searchParams.keys()])];
+  u.search = '';
+  const query = keys.map((k) => `${encodeURIComponent(k)}=${REDACTED}`).join('&');
+  return `${u.href}${query === '' ? '' : `?${query}`}`;
+}
+
+function decodeURIComponentSafe(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
+}
