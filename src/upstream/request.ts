@@ -1,5 +1,4 @@
 import http from 'node:http';
-import https from 'node:https';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { Readable, Writable } from 'node:stream';
@@ -11,141 +10,10 @@ import { OperatorSubscriber, operator } from '../flow/operators/operator-subscri
 import { fromReadable } from '../flow/sources/readable';
 import type { FlowContext, Subscriber } from '../flow/types';
 import { readBounded } from './body-limit';
+import { bodyIsResponse, CallSignal, expectRedirect, readCallOf, setReadCall, upstreamAgent, withClientRequest, type SizedReadCall } from './node-hooks';
+
+export { UPSTREAM_HIGH_WATER_MARK, UPSTREAM_MAX_READ_BYTES, UPSTREAM_MIN_READ_BYTES, UPSTREAM_READ_BYTES, upstreamAgent } from './node-hooks';
 import { DEFAULT_MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES, UpstreamBodyTooLargeError, UpstreamHttpError, UpstreamNotStreamError, UpstreamResetError } from './errors';
-
-/**
- * Bytes libuv reads from an upstream socket at once (plain HTTP) unless the call sets
- * {@link UpstreamRequest.readBytes}. Every upstream socket reads into one shared buffer (net
- * `onread`) instead of a fresh 64 KiB one per read, so a read holds at most this much, and a
- * paused socket holds nothing: `pause()` stops reading at once instead of after one more read
- * into the socket's own buffer.
- */
-export const UPSTREAM_READ_BYTES = 16 * 1024;
-/** Largest read of an upstream socket, bytes, with {@link UpstreamRequest.readBytes} (Node's own read size). */
-export const UPSTREAM_MAX_READ_BYTES = 64 * 1024;
-/** Smallest read of an upstream socket, bytes: a `readBytes` below it still reads this much. */
-export const UPSTREAM_MIN_READ_BYTES = 1024;
-/**
- * Readable high-water mark of an upstream response (`IncomingMessage` takes its socket's), bytes:
- * a paused body stops its socket once this much is queued (plus the rest of the read in progress,
- * at most {@link UPSTREAM_READ_BYTES}, or the call's `readBytes`).
- */
-export const UPSTREAM_HIGH_WATER_MARK = 4 * 1024;
-
-const sharedReadBuffer = Buffer.allocUnsafeSlow(UPSTREAM_MAX_READ_BYTES);
-const defaultReadView = sharedReadBuffer.subarray(0, UPSTREAM_READ_BYTES);
-/** Where a socket finds the call whose body it reads, when that call sizes its reads (`readBytes`). */
-const kReadCall = Symbol('tidegate.readCall');
-type ReadSized = Socket & { [kReadCall]?: UpstreamCall | undefined };
-/** The socket whose read `onUpstreamRead` just handed on: net asks `nextReadBuffer()` right after, with no arguments. */
-let lastReadSocket: ReadSized | undefined;
-
-/**
- * `onread` callback: hands the bytes to the HTTP client's parser as a `'data'` event, without a
- * copy. Safe because the parser is the socket's only `'data'` listener and it copies what it
- * keeps (body slices, partial headers) before `execute()` returns, i.e. before the next read
- * reuses the buffer; the integrity spec in spec/upstream/request-memory.spec.ts checks this.
- */
-function onUpstreamRead(this: Socket, nread: number, buffer: Uint8Array): boolean {
-  lastReadSocket = this;
-  this.emit('data', Buffer.from(buffer.buffer, buffer.byteOffset, nread));
-  return true;
-}
-
-/**
- * `onread.buffer` as a function: Node (lib/internal/stream_base_commons.js `onStreamRead`) calls
- * it after each read's callback, when the read's bytes have gone as far down the chain as they
- * go synchronously, and reads next into what it returns. A socket whose call gave `readBytes`
- * reads that much (1–64 KiB), the others {@link UPSTREAM_READ_BYTES}.
- */
-function nextReadBuffer(): Buffer {
-  const socket = lastReadSocket;
-  lastReadSocket = undefined;
-  const call = socket?.[kReadCall];
-  // A complete response's socket goes back to the pool: its next read is the next call's.
-  if (call === undefined || !call.readsSized()) return defaultReadView;
-  const bytes = (call.request.readBytes as (unreadBytes: number) => number)(call.bufferedBytes());
-  if (bytes >= UPSTREAM_MAX_READ_BYTES) return sharedReadBuffer;
-  return readView((bytes > UPSTREAM_MIN_READ_BYTES ? bytes : UPSTREAM_MIN_READ_BYTES) >> 10);
-}
-
-/**
- * The shared buffer's first `kib` KiB, one view per size made once: net keeps the next read's
- * buffer on the socket until data arrives, so a fresh view per read would live as long as the
- * gap between reads and be promoted to the old generation on every slow stream.
- */
-const readViews: Buffer[] = [];
-function readView(kib: number): Buffer {
-  return (readViews[kib] ??= sharedReadBuffer.subarray(0, kib << 10));
-}
-
-/** The call whose `fetch()` is running: node-fetch builds its `ClientRequest` synchronously inside `fetch()`, so the agent's `addRequest` sees it. */
-let sendingCall: UpstreamCall | undefined;
-
-type AgentInternals = { addRequest(req: http.ClientRequest, options: unknown): void };
-
-/** Lets the call being sent see its `ClientRequest` (node-fetch exposes none) as the agent gets it. */
-function hooked<A extends http.Agent>(agent: A): A {
-  const internals = agent as unknown as AgentInternals;
-  const addRequest = internals.addRequest;
-  internals.addRequest = function (this: http.Agent, req: http.ClientRequest, options: unknown): void {
-    const call = sendingCall;
-    sendingCall = undefined;
-    call?.attach(req);
-    addRequest.call(this, req, connectionOptions(options));
-  };
-  return agent;
-}
-
-/** Request options the agent never needs to open or pool a connection: node-fetch's parsed URL, the request line and headers. */
-const REQUEST_ONLY_OPTIONS = new Set(['href', 'path', 'pathname', 'search', 'query', 'hash', 'slashes', 'auth', 'protocol', 'method', 'headers', 'agent']);
-
-/**
- * The request's options without {@link REQUEST_ONLY_OPTIONS}. The agent copies what it gets into
- * a dictionary-mode object that the socket's pool listeners keep for the socket's lifetime: with
- * node-fetch's ~20 URL and request fields and a copy of the headers, about 1.7 KB per upstream
- * socket; this keeps only the connection's (host, port, family, timeout, TLS fields, ...).
- */
-function connectionOptions(options: unknown): unknown {
-  if (typeof options !== 'object' || options === null) return options;
-  const out: Record<string, unknown> = {};
-  for (const key of Object.keys(options)) {
-    if (!REQUEST_ONLY_OPTIONS.has(key)) out[key] = (options as Record<string, unknown>)[key];
-  }
-  return out;
-}
-
-/** Keep-alive agents used only for upstream calls, separate from any other HTTP use. */
-const agents = {
-  http: hooked(
-    new http.Agent({
-      keepAlive: true,
-      maxSockets: Infinity,
-      // Passed to net.createConnection(): the socket's read path (above) and its high-water mark.
-      ...({ readableHighWaterMark: UPSTREAM_HIGH_WATER_MARK, onread: { buffer: nextReadBuffer, callback: onUpstreamRead } } as object),
-    }),
-  ),
-  // tls.connect() takes `highWaterMark` (both directions); its `onread` is left alone.
-  https: hooked(new https.Agent({ keepAlive: true, maxSockets: Infinity, ...({ highWaterMark: UPSTREAM_HIGH_WATER_MARK } as object) })),
-};
-
-/**
- * node-fetch 2 hands out `res.pipe(new PassThrough())` as the body: one more stream with 16 KiB
- * buffers on each side, per upstream stream. Its first `pipe()` on the response gets the response
- * itself back instead, so the body is the `IncomingMessage`; a compressed body is then piped, for
- * real, into zlib by node-fetch's second `pipe()`.
- */
-function bodyIsResponse(res: http.IncomingMessage): void {
-  (res as { pipe: unknown }).pipe = function pipeOnce(this: http.IncomingMessage): http.IncomingMessage {
-    Reflect.deleteProperty(this, 'pipe');
-    return this;
-  };
-}
-
-/** Picks the keep-alive agent for a URL. */
-export function upstreamAgent(url: URL): http.Agent {
-  return url.protocol === 'https:' ? agents.https : agents.http;
-}
 
 /** Default time to first byte of the upstream body, ms: models think before they speak. */
 export const DEFAULT_FIRST_BYTE_TIMEOUT_MS = 60_000;
@@ -292,40 +160,8 @@ export async function fetchUpstream(request: UpstreamRequest): Promise<UpstreamB
   }
 }
 
-/**
- * The abort signal node-fetch watches for one call. node-fetch 2 uses only `aborted` and
- * `add`/`removeEventListener('abort')` of a signal, and recognises one by its prototype's
- * constructor name. A WHATWG `AbortController` with its `AbortSignal` costs about 1 KB of heap
- * per call held for the whole stream (Node gives every `AbortSignal` a hidden class of its own);
- * this costs under 100 bytes.
- */
-const CallSignal = class AbortSignal {
-  aborted = false;
-  reason: unknown = undefined;
-  private listeners: (() => void)[] | undefined;
-
-  addEventListener(type: string, listener: () => void): void {
-    if (type === 'abort') (this.listeners ??= []).push(listener);
-  }
-
-  removeEventListener(type: string, listener: () => void): void {
-    const i = this.listeners?.indexOf(listener) ?? -1;
-    if (i >= 0) this.listeners?.splice(i, 1);
-  }
-
-  /** Aborts once: `reason` (a `DOMException` `AbortError` when undefined), then the listeners. */
-  abort(reason: unknown): void {
-    if (this.aborted) return;
-    this.aborted = true;
-    this.reason = reason === undefined ? new DOMException('This operation was aborted', 'AbortError') : reason;
-    const listeners = this.listeners ?? [];
-    this.listeners = undefined;
-    for (const listener of listeners) listener();
-  }
-};
-
 /** One attempt: owns the abort signal node-fetch watches, the connect and first-byte timers and the caller's signal listener. */
-class UpstreamCall {
+class UpstreamCall implements SizedReadCall {
   readonly signal = new CallSignal();
   /** Bytes the body source parked (see `fromReadable`'s `parked`). */
   readonly parked = { bytes: 0 };
@@ -363,10 +199,8 @@ class UpstreamCall {
     const { request } = this;
     const url = new URL(request.url);
     try {
-      sendingCall = this;
-      let pending: Promise<Response>;
-      try {
-        pending = fetch(url, {
+      const pending = withClientRequest(this.attach, () =>
+        fetch(url, {
           method: request.method ?? 'POST',
           headers: { ...headers, 'accept-encoding': 'identity', ...request.headers },
           body: request.body,
@@ -375,10 +209,8 @@ class UpstreamCall {
           // anyway is gunzipped with Z_SYNC_FLUSH rather than fed to the parser as gzip bytes.
           compress: true,
           signal: this.signal as never,
-        });
-      } finally {
-        sendingCall = undefined;
-      }
+        }),
+      );
       return await pending;
     } catch (err) {
       const mapped = this.mapError(err);
@@ -390,7 +222,7 @@ class UpstreamCall {
   }
 
   /** Sees the `ClientRequest` node-fetch created (from the agent): times a new connection, takes the response. */
-  attach(req: http.ClientRequest): void {
+  private readonly attach = (req: http.ClientRequest): void => {
     const connectMs = this.request.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
     if (connectMs > 0) {
       req.once('socket', (socket: Socket) => {
@@ -404,32 +236,29 @@ class UpstreamCall {
       // (registered after this one, run synchronously next): the agent hands that one to this
       // call too. Only a final answer is kept.
       if (res.headers.location !== undefined && [301, 302, 303, 307, 308].includes(res.statusCode ?? 0)) {
-        sendingCall = this;
-        queueMicrotask(() => {
-          if (sendingCall === this) sendingCall = undefined;
-        });
+        expectRedirect(this.attach);
         return;
       }
       this.incoming = res;
       bodyIsResponse(res);
-      const socket = res.socket as ReadSized | null;
+      const socket = res.socket;
       if (socket === null) return;
       // TLS sockets do not read through `onread`: their reads are not sized.
       const sized = this.request.readBytes !== undefined && !(socket as Partial<TLSSocket>).encrypted;
       const observed = this.request.onRead !== undefined;
-      if (sized) socket[kReadCall] = this;
+      if (sized) setReadCall(socket, this);
       // After the HTTP parser's own 'data' listener: the bytes are in the response by then.
       if (observed) socket.on('data', this.onSocketData);
       if (!sized && !observed) return;
       // The socket outlives the response (keep-alive): both go once the response is over.
       const off = (): void => {
-        if (socket[kReadCall] === this) socket[kReadCall] = undefined;
+        if (readCallOf(socket) === this) setReadCall(socket, undefined);
         if (observed) socket.off('data', this.onSocketData);
       };
       res.once('end', off);
       res.once('close', off);
     });
-  }
+  };
 
   private readonly onSocketData = (): void => this.request.onRead?.();
 
@@ -438,7 +267,12 @@ class UpstreamCall {
     const { incoming } = this;
     if (this.request.readBytes === undefined || incoming === undefined || incoming.complete) return false;
     const encoding = incoming.headers['content-encoding'];
-    return (encoding === undefined || encoding === 'identity') && (incoming.socket as ReadSized | null)?.[kReadCall] === this;
+    return (encoding === undefined || encoding === 'identity') && readCallOf(incoming.socket) === this;
+  }
+
+  /** The size of the next read of this call's socket: the request's `readBytes` of what the call holds unread. */
+  nextReadBytes(): number {
+    return (this.request.readBytes as (unreadBytes: number) => number)(this.bufferedBytes());
   }
 
   /** See {@link UpstreamStream.bufferedBytes}. */
