@@ -33,6 +33,11 @@ describe('URLs', () => {
     expect(redactUrl('not a url')).toBe('[redacted]');
   });
 
+  it('a credential in the upstream URL is scrubbed from relayed bodies too, short query values are not', () => {
+    const r = upstreamRedaction('http://127.0.0.1:9/pt?apikey=sk-QUERYSECRET-zzzz&x=1', undefined, {});
+    expect(r.keys.string('echo /pt?apikey=sk-QUERYSECRET-zzzz&x=1')).toBe('echo /pt?apikey=[redacted]&x=1');
+  });
+
   it('urlSecrets names host:port, userinfo and query values', () => {
     expect(urlSecrets(url)).toEqual(expect.arrayContaining(['127.0.0.1:9999', 'user-x', 'pass-x', 'tok-secret']));
   });

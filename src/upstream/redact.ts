@@ -110,7 +110,7 @@ export function urlCredentials(url: string): string[] {
 
 /** The scrubbers and log fields of one upstream call (see {@link upstreamRedaction}). */
 export interface UpstreamRedaction {
-  /** The credentials the gateway sends upstream: scrubbed from every upstream body and frame relayed to a client. */
+  /** The credentials the gateway sends upstream (headers, and the URL's userinfo and query values of 8+ characters): scrubbed from every upstream body and frame relayed to a client. */
   readonly keys: Scrubber;
   /** {@link keys} and every part of the upstream URL: scrubbed from error bodies and messages a client sees. */
   readonly errors: Scrubber;
@@ -125,7 +125,8 @@ export interface UpstreamRedaction {
  * it sends (see {@link credentialSecrets}), the URL's host, userinfo and query.
  */
 export function upstreamRedaction(url: string, apiKey: string | undefined, headers: Readonly<Record<string, string>>): UpstreamRedaction {
-  const keys = new Scrubber(credentialSecrets(apiKey, headers));
+  // Credentials in the URL (userinfo, a `?key=` query value) are credentials too: an upstream may echo its URL.
+  const keys = new Scrubber([...credentialSecrets(apiKey, headers), ...urlCredentials(url)]);
   const forLogs = keys.with(new Scrubber(urlCredentials(url), 1));
   const redacted = redactUrl(url);
   let href = url;
