@@ -93,7 +93,7 @@ describe('admission: streams per client', () => {
     await over.done;
     expect(over.status).toBe(429);
     expect(over.headers['retry-after']).toBe('1');
-    expect(JSON.parse(over.body())).toEqual({ type: 'error', error: { type: expect.any(String), message: expect.any(String), code: 'ERR_TIDEGATE_CLIENT_LIMIT' } });
+    expect(JSON.parse(over.body())).toEqual({ type: 'error', error: { type: 'rate_limit_error', message: expect.any(String), code: 'ERR_TIDEGATE_CLIENT_LIMIT' } });
     expect((await post(port, '/v1/messages', { 'x-api-key': 'k2' })).status).toBe(200);
   });
 

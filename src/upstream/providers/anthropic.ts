@@ -18,9 +18,25 @@ function anthropicError(error: unknown): { type: string; message: string; code?:
   let type = 'api_error';
   if (error instanceof TimeoutError) type = 'timeout_error';
   else if (error instanceof BufferOverflowError || error instanceof ShutdownError || codeOf(error) === 'ERR_TIDEGATE_OVERFLOW') type = 'overloaded_error';
-  else if (error instanceof UpstreamHttpError && error.status < 500) type = 'invalid_request_error';
+  else {
+    const status = (error as { status?: unknown } | undefined)?.status;
+    const byStatus = typeof status === 'number' ? ANTHROPIC_TYPE_BY_STATUS[status] : undefined;
+    if (byStatus !== undefined) type = byStatus;
+    else if (error instanceof UpstreamHttpError && error.status < 500) type = 'invalid_request_error';
+  }
   return { type, message: messageOf(error), code: codeOf(error) };
 }
+
+/** Anthropic's error `type` for an HTTP status (its API's errors page), for refusals and relayed statuses. */
+const ANTHROPIC_TYPE_BY_STATUS: Readonly<Record<number, string>> = {
+  401: 'authentication_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  413: 'request_too_large',
+  429: 'rate_limit_error',
+  503: 'overloaded_error',
+  529: 'overloaded_error',
+};
 
 /**
  * Anthropic Messages (`POST /v1/messages`): `event: <type>` + `data: {"type": …}` frames from
