@@ -439,7 +439,7 @@ function markdown(res, charts, analysis) {
     out.push('');
     const pr = S.MICRO.parser;
     if (pr && pr.stdout) {
-      out.push(`SSE parser (\`src/sse/parser.ts\`, against eventsource-parser), output of \`${pr.file}\`:`);
+      out.push(`SSE parser (\`src/sse/codec/parser.ts\`, against eventsource-parser), output of \`${pr.file}\`:`);
       out.push('');
       out.push('```');
       out.push(pr.stdout);

@@ -1,5 +1,5 @@
 'use strict';
-// Upstream-side memory of openUpstreamStream() (src/upstream/request.ts), measured on real
+// Upstream-side memory of openUpstreamStream() (src/http/request.ts), measured on real
 // sockets on 127.0.0.1. The upstream server runs in a child process so its own buffers do not
 // count.
 //
@@ -51,7 +51,7 @@ if (process.argv[2] === '--server') {
 }
 
 const dist = process.env.TIDEGATE_DIST || path.resolve(__dirname, '../dist');
-const { openUpstreamStream, upstreamAgent } = require(path.join(dist, 'upstream/request.js'));
+const { openUpstreamStream, upstreamAgent } = require(path.join(dist, 'http/request.js'));
 const mode = process.argv[2] || 'paused';
 const N = Number(process.argv[3] || (mode === 'idle' ? 2000 : mode === 'fast' ? 10 : 50));
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));

@@ -2,7 +2,7 @@ import http from 'node:http';
 import { connectSse } from '../../src/client';
 import type { SseFetch } from '../../src/client';
 import { sleep, waitFor } from '../harness/net';
-import { isDone, pooledSockets, recordSignals, scriptedServers, sseHead, within } from '../client/helpers';
+import { isDone, pooledSockets, recordSignals, scriptedServers, sseHead, within } from './helpers';
 import { clientEvents, post, rng, useRelayHarness } from '../harness/relay-harness';
 
 // connectSse's drain after a terminal event. Completion is at once; the body is

@@ -1,7 +1,7 @@
 import zlib from 'node:zlib';
 import { connectSse } from '../../src/client';
 import { sleep } from '../harness/net';
-import { collect, scriptedServers, sseHead, within } from '../client/helpers';
+import { collect, scriptedServers, sseHead, within } from './helpers';
 
 /** connectSse against servers that ignore what the client asked for. */
 

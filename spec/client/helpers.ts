@@ -3,7 +3,7 @@ import type net from 'node:net';
 import { listen } from '../harness/net';
 import type { FlowSubscription } from '../../src/flow/types';
 import type { Flow } from '../../src/flow/flow';
-import type { SseEvent } from '../../src/sse/parser';
+import type { SseEvent } from '../../src/sse/codec/parser';
 
 /** One request as the test server saw it. */
 export interface SeenRequest {

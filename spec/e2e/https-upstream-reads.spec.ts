@@ -7,7 +7,7 @@
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { RunningGateway } from '../../src/gateway/server';
-import { openUpstreamStream, upstreamAgent, type UpstreamStream } from '../../src/upstream/request';
+import { openUpstreamStream, upstreamAgent, type UpstreamStream } from '../../src/http/request';
 import type { CaptureTransport } from '../gateway/helpers';
 import { RawClient, waitFor } from '../harness/net';
 import { sampleBuffered, SSE_HEAD, testGateway } from '../harness/relay-harness';
@@ -78,7 +78,7 @@ describe('https upstream and sized reads', () => {
 
     // overflow: pause never overflows: the gate keeps room for the unsized TLS reads
     // (readsSized() false above) instead of ending with ERR_TIDEGATE_OVERFLOW, and does not wait
-    // for room forever either (the ReadGate wait in spec/gateway/byte-relay-sized-reads.spec.ts,
+    // for room forever either (the ReadGate wait in spec/gateway/relay/byte-relay-sized-reads.spec.ts,
     // gzip at 48 KiB; the smallest budget is its /gzmin case).
     it.each([
       ['/tls', 48 * 1024],

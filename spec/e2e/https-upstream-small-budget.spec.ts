@@ -5,7 +5,7 @@
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { RunningGateway } from '../../src/gateway/server';
-import { upstreamAgent } from '../../src/upstream/request';
+import { upstreamAgent } from '../../src/http/request';
 import type { CaptureTransport } from '../gateway/helpers';
 import { RawClient, waitFor } from '../harness/net';
 import { sampleBuffered, SSE_HEAD, testGateway } from '../harness/relay-harness';

@@ -1,12 +1,12 @@
 /**
  * The bridge's batch is `undefined` when empty, created on the first
- * write of a tick (src/express/bridge.ts). Re-entrant writes, flush() with nothing
+ * write of a tick (src/express/send-flow.ts). Re-entrant writes, flush() with nothing
  * pending, finish() with a pending batch, the writev path and exactly one element, the retry
  * hint at commit, and demand in bytes with nothing in flight, over real sockets.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { sendFlow, type BridgeElement, type StreamHandle, type StreamResult } from '../../src/express/bridge';
+import { sendFlow, type BridgeElement, type StreamHandle, type StreamResult } from '../../src/express/send-flow';
 import { Flow } from '../../src/flow/flow';
 import { fromIterable } from '../../src';
 import type { Subscriber } from '../../src/flow/types';

@@ -1,10 +1,10 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { sendFlow, type StreamHandle, type StreamResult } from '../../src/express/bridge';
+import { sendFlow, type StreamHandle, type StreamResult } from '../../src/express/send-flow';
 import { Flow } from '../../src/flow/flow';
 import { fromIterable } from '../../src';
 import type { Subscriber } from '../../src/flow/types';
-import type { BridgeElement } from '../../src/express/bridge';
+import type { BridgeElement } from '../../src/express/send-flow';
 
 /** A bare http server whose handler is set per test; closed in afterEach. */
 let server: http.Server | undefined;

@@ -9,7 +9,7 @@ import { createFlow, type Flow, type FlowSink } from '../../src/flow';
 import { sendFlow, sse, type SendFlowOptions, type StreamResult } from '../../src/express';
 import { sseDecode, type SseEventInit } from '../../src/sse';
 import { BufferOverflowError } from '../../src/errors';
-import { openUpstreamStream } from '../../src/upstream/request';
+import { openUpstreamStream } from '../../src/http/request';
 import { listen, RawClient, sleep, waitFor } from '../harness/net';
 import { countingUpstream, type CountingUpstream } from '../harness/upstream';
 

@@ -6,8 +6,8 @@ import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { sendFlow, type StreamResult } from '../../src/express/bridge';
-import { kernelSendQueueBytes } from '../../src/express/tcp-send-queue';
+import { sendFlow, type StreamResult } from '../../src/express/send-flow';
+import { kernelSendQueueBytes } from '../../src/express/bridge/tcp-send-queue';
 import { fromIterable } from '../../src/flow/sources/iterable';
 import { sleep, waitFor } from '../harness/net';
 

@@ -2,7 +2,7 @@ import express from 'express';
 import { ByteBudget, onBackpressureBuffer } from '../../src/flow';
 import { sendFlow, type StreamResult } from '../../src/express';
 import { sseDecode, type SseEvent } from '../../src/sse';
-import { openUpstreamStream } from '../../src/upstream/request';
+import { openUpstreamStream } from '../../src/http/request';
 import { listen, RawClient, waitFor } from '../harness/net';
 import { countingUpstream } from '../harness/upstream';
 

@@ -1,7 +1,7 @@
 import Transport from 'winston-transport';
 import { parseConfig } from '../../src/gateway/config';
 import { createLogger } from '../../src/gateway/logger';
-import type { StreamPolicyFn } from '../../src/gateway/relay';
+import type { StreamPolicyFn } from '../../src/gateway/relay/relay';
 import { startGateway, type RunningGateway } from '../../src/gateway/server';
 import { createSimulator, type Simulator, type SimulatorOptions } from '../../src/simulator';
 

@@ -5,7 +5,7 @@
  */
 import type http from 'node:http';
 import type { RunningGateway } from '../../src/gateway/server';
-import type { CaptureTransport } from '../gateway/helpers';
+import type { CaptureTransport } from './helpers';
 import { RawClient, sleep, waitFor } from '../harness/net';
 import { scriptedUpstream, SSE_HEAD, testGateway, type ScriptedUpstream } from '../harness/relay-harness';
 

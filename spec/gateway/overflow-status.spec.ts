@@ -12,9 +12,9 @@ import type { SseEventInit } from '../../src/sse';
 import { parseConfig } from '../../src/gateway/config';
 import { createLogger } from '../../src/gateway/logger';
 import { startGateway, type RunningGateway } from '../../src/gateway/server';
-import type { StreamPolicyFn } from '../../src/gateway/relay';
-import type { GatewayEvent } from '../../src/upstream/providers/types';
-import { CaptureTransport } from '../gateway/helpers';
+import type { StreamPolicyFn } from '../../src/gateway/relay/relay';
+import type { GatewayEvent } from '../../src/providers/types';
+import { CaptureTransport } from './helpers';
 import { listen, waitFor } from '../harness/net';
 import { oaChunk, post, scriptedUpstream, type ScriptedUpstream } from '../harness/relay-harness';
 

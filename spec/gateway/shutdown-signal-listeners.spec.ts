@@ -1,5 +1,5 @@
 import { getMaxListeners } from 'node:events';
-import { startTestGateway, type TestGateway } from '../gateway/helpers';
+import { startTestGateway, type TestGateway } from './helpers';
 
 let t: TestGateway;
 beforeAll(async () => {

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { parseConfig } from '../../src/gateway/config';
 import { createLogger } from '../../src/gateway/logger';
 import { startGateway, type RunningGateway } from '../../src/gateway/server';
-import { CaptureTransport, parsePrometheus } from '../gateway/helpers';
+import { CaptureTransport, parsePrometheus } from './helpers';
 
 const STREAMS = 12;
 let upstream: http.Server;

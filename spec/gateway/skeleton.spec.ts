@@ -5,7 +5,7 @@ import { parseConfig } from '../../src/gateway/config';
 import { createLogger } from '../../src/gateway/logger';
 import { startGateway, type RunningGateway } from '../../src/gateway/server';
 import { findTranscript, transcriptText } from '../../src/simulator';
-import { upstreamAgent } from '../../src/upstream/request';
+import { upstreamAgent } from '../../src/http/request';
 import { waitFor } from '../harness/net';
 
 let gateway: RunningGateway;

@@ -18,7 +18,7 @@ const PROBES: Readonly<Record<string, string>> = {
   `,
   express: `
     import type { ServerResponse } from 'node:http';
-    import { sendFlow, sse, type BridgeElement, type Flow, type SendFlowOptions } from '../../src/index';
+    import { sendFlow, sse, type BridgeElement, type Flow, type SendFlowOptions } from '../../src';
     declare const res: ServerResponse;
     declare const flow: Flow<BridgeElement>;
     const options: SendFlowOptions = {
@@ -32,7 +32,7 @@ const PROBES: Readonly<Record<string, string>> = {
   `,
   flow: `
     import type { Readable } from 'node:stream';
-    import { createFlow, fromReadable, onBackpressureBuffer } from '../../src/index';
+    import { createFlow, fromReadable, onBackpressureBuffer } from '../../src';
     declare const readable: Readable;
     export const buffered = onBackpressureBuffer<string>({
       maxItems: undefined, maxBytes: undefined, sizeOf: undefined, overflow: undefined, onOverflow: undefined,
@@ -43,7 +43,7 @@ const PROBES: Readonly<Record<string, string>> = {
     export const subscription = read.subscribeWithDemand({ onSubscribe: undefined, next: undefined, error: undefined, complete: undefined });
   `,
   sse: `
-    import { createFrameSplitter, createSseParser, sseDecode, sseFrames } from '../../src/index';
+    import { createFrameSplitter, createSseParser, sseDecode, sseFrames } from '../../src';
     export const parser = createSseParser({
       onEvent: () => undefined, onRetry: undefined, onComment: undefined, onLastEventId: undefined,
       maxLineBytes: undefined, maxEventBytes: undefined, onError: undefined,
@@ -53,7 +53,7 @@ const PROBES: Readonly<Record<string, string>> = {
     export const frames = sseFrames({ maxEventBytes: undefined, maxFrameBytes: undefined, queued: undefined });
   `,
   client: `
-    import { backoffDelayMs, connectSse, openSse, type ConnectSseOptions } from '../../src/index';
+    import { backoffDelayMs, connectSse, openSse, type ConnectSseOptions } from '../../src';
     const options: ConnectSseOptions = {
       method: undefined, headers: undefined, body: undefined, signal: undefined, lastEventId: undefined,
       reconnect: undefined, maxAttempts: undefined, initialDelayMs: undefined, maxDelayMs: undefined,
@@ -66,7 +66,7 @@ const PROBES: Readonly<Record<string, string>> = {
     export const delay = backoffDelayMs({ attempt: 1, baseMs: 1, maxDelayMs: 1, random: Math.random, retryAfterMs: undefined });
   `,
   upstream: `
-    import { createPassthroughAdapter, fetchUpstream, openaiAdapter, openUpstreamStream, withRetries, type GatewayEvent, type ProviderAdapter, type UpstreamRequest } from '../../src/index';
+    import { createPassthroughAdapter, fetchUpstream, openaiAdapter, openUpstreamStream, withRetries, type GatewayEvent, type ProviderAdapter, type UpstreamRequest } from '../../src';
     const request: UpstreamRequest = {
       url: 'http://127.0.0.1:1/', method: undefined, headers: undefined, body: undefined, signal: undefined,
       connectTimeoutMs: undefined, firstByteTimeoutMs: undefined, idleTimeoutMs: undefined, onRead: undefined, readBytes: undefined,
@@ -79,7 +79,7 @@ const PROBES: Readonly<Record<string, string>> = {
     export const event: GatewayEvent = { type: 'delta', text: '', wire: { data: '' }, usage: { inputTokens: undefined, outputTokens: undefined, totalTokens: undefined } };
   `,
   gateway: `
-    import { createGatewayApp, createLogger, GatewayMetrics, loadConfig, startGateway, type GatewayConfig } from '../../src/gateway/index';
+    import { createGatewayApp, createLogger, GatewayMetrics, loadConfig, startGateway, type GatewayConfig } from '../../src/gateway';
     declare const config: GatewayConfig;
     export const loaded = loadConfig({ file: undefined, env: undefined, overrides: undefined, extraRoutes: undefined });
     export const logger = createLogger({ level: undefined, silent: undefined, transports: undefined });
@@ -89,8 +89,8 @@ const PROBES: Readonly<Record<string, string>> = {
     export const running = startGateway(config, { logger: undefined, policies: undefined, metrics: undefined });
   `,
   simulator: `
-    import { createSimulator } from '../../src/simulator/index';
-    import { playgroundRouter } from '../../src/playground/index';
+    import { createSimulator } from '../../src/simulator';
+    import { playgroundRouter } from '../../src/playground';
     export const simulator = createSimulator({
       tokensPerSecond: undefined, ttftMs: undefined, defaultTranscript: undefined, transcripts: undefined, fault: undefined,
       faultAfterTokens: undefined, retryAfterSeconds: undefined, splitUtf8: undefined, splitDelayMs: undefined,

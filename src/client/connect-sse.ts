@@ -4,9 +4,9 @@ import { addDemand } from '../flow/demand';
 import { reportDropped } from '../flow/discard';
 import { Flow } from '../flow/flow';
 import type { Subscriber, Subscription } from '../flow/types';
-import type { SseEvent } from '../sse/parser';
-import { sseDecode } from '../sse/sse-decode';
-import { retryAfterMs as parseRetryAfter } from '../upstream/request';
+import type { SseEvent } from '../sse/codec/parser';
+import { sseDecode } from '../sse/operators/sse-decode';
+import { retryAfterMs as parseRetryAfter } from '../http/request';
 import { backoffDelayMs } from './backoff';
 import { bodyFlow, defaultSseAgent, discardBody, nodeFetchSse, readBodyText, type SseFetch, type SseFetchResponse } from './fetch';
 

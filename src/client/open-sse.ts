@@ -1,5 +1,5 @@
 import { Flow } from '../flow/flow';
-import type { SseEvent } from '../sse/parser';
+import type { SseEvent } from '../sse/codec/parser';
 import { resolveOptions, SseSession, type ConnectSseOptions, type SseResponseInfo } from './connect-sse';
 
 /** An SSE stream whose first response already arrived; see {@link openSse}. */

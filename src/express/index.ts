@@ -1,4 +1,4 @@
-export { sendFlow, errorBody, formatError, sendHttpError } from './bridge';
-export type { BridgeElement, BridgeState, SendFlowOptions, StreamHandle, StreamOutcome, StreamResult } from './bridge';
+export { sendFlow, errorBody, formatError, sendHttpError } from './send-flow';
+export type { BridgeElement, BridgeState, SendFlowOptions, StreamHandle, StreamOutcome, StreamResult } from './send-flow';
 export { sse } from './middleware';
 export type { SseHandler, SseHandlerContext } from './middleware';

@@ -1,7 +1,7 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { ByteBudget } from '../flow/budget';
 import type { Flow } from '../flow/flow';
-import { sendFlow, sendHttpError, type BridgeElement, type SendFlowOptions } from './bridge';
+import { sendFlow, sendHttpError, type BridgeElement, type SendFlowOptions } from './send-flow';
 
 /** What an {@link sse} handler receives besides the request. */
 export interface SseHandlerContext {

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isIP, type Socket } from 'node:net';
 import { TidegateError } from '../errors';
-import type { ProviderAdapter } from '../upstream/providers/types';
+import type { ProviderAdapter } from '../providers/types';
 import type { AdmissionLimits } from './config';
 import type { GatewayMetrics } from './metrics';
 

@@ -4,15 +4,15 @@ import { playgroundRouter } from '../playground';
 import { playgroundEnabled } from '../playground/exposure';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import { ShutdownError } from '../errors';
-import { anthropicAdapter } from '../upstream/providers/anthropic';
-import { openaiAdapter } from '../upstream/providers/openai';
-import { createPassthroughAdapter } from '../upstream/providers/passthrough';
-import type { ProviderAdapter } from '../upstream/providers/types';
+import { anthropicAdapter } from '../providers/anthropic';
+import { openaiAdapter } from '../providers/openai';
+import { createPassthroughAdapter } from '../providers/passthrough';
+import type { ProviderAdapter } from '../providers/types';
 import { AdmissionError, closeAfterResponse, createAdmission, hasUnreadBody, type Admission } from './admission';
 import { resolveRoutes, type GatewayConfig, type ResolvedRoute } from './config';
 import { createLogger, type Logger } from './logger';
 import { GatewayMetrics, type StreamSnapshot } from './metrics';
-import { relay, type StreamPolicyFn } from './relay';
+import { relay, type StreamPolicyFn } from './relay/relay';
 import { readRequestBody, RequestBodyAbortedError } from './request-body';
 
 /** What {@link createGatewayApp} needs besides the config. */

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
-import { redactUrl } from '../upstream/redact';
+import { redactUrl } from '../http/redact';
 import { ConfigError, loadConfig } from './config';
 import { createLogger } from './logger';
 import { startGateway } from './server';

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
-import { DEFAULT_MAX_BODY_BYTES } from '../upstream/errors';
+import { DEFAULT_MAX_BODY_BYTES } from '../http/errors';
 
 const int = (min: number): z.ZodNumber => z.number().int().min(min);
 

@@ -26,6 +26,6 @@ export { createLogger } from './logger';
 export type { Logger, LoggerOptions } from './logger';
 export { GatewayMetrics } from './metrics';
 export type { LiveStream, StreamSnapshot } from './metrics';
-export type { PolicyContext, RelayOutcome, StreamPolicyFn } from './relay';
+export type { PolicyContext, RelayOutcome, StreamPolicyFn } from './relay/relay';
 export { serverTimeouts, startGateway } from './server';
 export type { RunningGateway } from './server';

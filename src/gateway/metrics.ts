@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { BridgeState } from '../express/bridge';
+import type { BridgeState } from '../express/send-flow';
 
 /** What a live stream reports to the gauges sampled at scrape time. */
 export interface LiveStream {

@@ -1,5 +1,5 @@
 import express, { Router, type NextFunction, type Request, type Response } from 'express';
-import { PLAYGROUND_HTML, PLAYGROUND_JS, PLAYGROUND_CSS } from './assets/index';
+import { PLAYGROUND_HTML, PLAYGROUND_JS, PLAYGROUND_CSS } from './assets';
 import { PlaygroundRun, type RunLimits } from './run';
 import { PLAYGROUND_LIMITS, scenarioSchema } from './scenario';
 import { TelemetryHub } from './telemetry';

@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { TidegateError } from '../errors';
-import { sendFlow, errorBody, type StreamHandle, type StreamResult } from '../express/bridge';
+import { sendFlow, errorBody, type StreamHandle, type StreamResult } from '../express/send-flow';
 import { ByteBudget } from '../flow/budget';
 import { addDemand } from '../flow/demand';
 import type { Flow, FlowOperator } from '../flow/flow';

@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { kernelSendQueueBytes } from '../tcp-send-queue';
+import { kernelSendQueueBytes } from './tcp-send-queue';
 import { ProgressSampler, stallTickMs } from './progress';
 
 /**

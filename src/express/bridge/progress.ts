@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { kernelSendQueueBytes } from '../tcp-send-queue';
+import { kernelSendQueueBytes } from './tcp-send-queue';
 
 /** How often a full socket is sampled for progress, ms: a fifth of the stall timeout, 10 ms–1 s. */
 export function stallTickMs(stallMs: number): number {

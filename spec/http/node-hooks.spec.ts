@@ -1,0 +1,76 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import fetch from 'node-fetch';
+import { bodyIsResponse, CallSignal, setReadCall, upstreamAgent, withClientRequest } from '../../src/http/node-hooks';
+
+// These specs pin what tidegate relies on inside Node and node-fetch. A failure here after an
+// upgrade means a hook in src/http/node-hooks.ts no longer holds: fix the hook, not the spec.
+
+let server: http.Server;
+let url: string;
+let serverClosed: Promise<void>;
+
+beforeEach(async () => {
+  let onClose!: () => void;
+  serverClosed = new Promise((r) => (onClose = r));
+  server = http.createServer((req, res) => {
+    req.socket.once('close', onClose);
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.flushHeaders();
+    // The body comes after the response was handed over, in one 64 KiB write.
+    setTimeout(() => res.end(Buffer.alloc(64 * 1024, 0x61)), 50);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+});
+
+afterEach(async () => {
+  server.closeAllConnections();
+  await new Promise<void>((r) => server.close(() => r()));
+});
+
+function send(onRequest: (req: http.ClientRequest) => void, signal?: InstanceType<typeof CallSignal>): ReturnType<typeof fetch> {
+  const target = new URL(url);
+  return withClientRequest(onRequest, () => fetch(target, { agent: upstreamAgent(target), signal: signal as never }));
+}
+
+describe('Node and node-fetch internals the upstream client relies on', () => {
+  it('node-fetch hands its ClientRequest to the agent inside fetch(), so the call sees it', async () => {
+    const seen: http.ClientRequest[] = [];
+    const response = await send((req) => seen.push(req));
+    expect(seen).toHaveLength(1);
+    expect(seen[0]).toBeInstanceOf(http.ClientRequest);
+    await response.buffer();
+  });
+
+  it("node-fetch's body is the IncomingMessage itself once its pipe() is taken over", async () => {
+    const response = await send((req) => req.once('response', (res: http.IncomingMessage) => bodyIsResponse(res)));
+    expect(response.body).toBeInstanceOf(http.IncomingMessage);
+    expect((await response.buffer()).length).toBe(64 * 1024);
+  });
+
+  it("the socket's reads follow the size its read call asks for (net onread)", async () => {
+    const sizes: number[] = [];
+    const response = await send((req) =>
+      req.once('response', (res: http.IncomingMessage) => {
+        if (res.socket !== null) setReadCall(res.socket, { readsSized: () => true, nextReadBytes: () => 1024 });
+        res.on('data', (chunk: Buffer) => sizes.push(chunk.length));
+      }),
+    );
+    await response.buffer();
+    expect(sizes.reduce((a, b) => a + b, 0)).toBe(64 * 1024);
+    // Sized reads of 1 KiB: no chunk larger, and so at least 64 of them.
+    expect(Math.max(...sizes)).toBeLessThanOrEqual(1024);
+    expect(sizes.length).toBeGreaterThanOrEqual(64);
+  });
+
+  it('node-fetch takes a CallSignal as its signal: aborting it closes the upstream connection', async () => {
+    const signal = new CallSignal();
+    const response = await send(() => undefined, signal);
+    const body = response.buffer();
+    signal.abort(new Error('stop'));
+    await expect(body).rejects.toThrow();
+    await serverClosed;
+    expect(signal.aborted).toBe(true);
+  });
+});

@@ -1,0 +1,51 @@
+import { credentialSecrets, redactUrl, Scrubber, upstreamRedaction, urlSecrets } from '../../src/http/redact';
+
+describe('Scrubber', () => {
+  const scrubber = new Scrubber(['sk-canary-123456', 'short', undefined]);
+
+  it('replaces every secret of at least 8 characters, and nothing else', () => {
+    expect(scrubber.active).toBe(true);
+    expect(scrubber.string('a sk-canary-123456 b sk-canary-123456 short')).toBe('a [redacted] b [redacted] short');
+  });
+
+  it('returns the same buffer when it holds no secret, a scrubbed copy otherwise', () => {
+    const clean = Buffer.from('data: {"x":1}\n\n');
+    expect(scrubber.buffer(clean)).toBe(clean);
+    expect(scrubber.buffer(Buffer.from('data: sk-canary-123456\n\n')).toString()).toBe('data: [redacted]\n\n');
+  });
+
+  it('is inactive without secrets', () => {
+    expect(new Scrubber([]).active).toBe(false);
+  });
+});
+
+describe('credentialSecrets', () => {
+  it('takes the api key, credential header values and their tokens', () => {
+    expect(credentialSecrets('sk-a', { authorization: 'Bearer sk-b', 'x-api-key': 'sk-c', 'content-type': 'application/json' })).toEqual(['sk-a', 'Bearer sk-b', 'sk-b', 'sk-c']);
+  });
+});
+
+describe('URLs', () => {
+  const url = 'http://user-x:pass-x@127.0.0.1:9999/v1/chat?token=tok-secret&a=b';
+
+  it('redactUrl keeps the host and path, and hides userinfo and query values', () => {
+    expect(redactUrl(url)).toBe('http://redacted:redacted@127.0.0.1:9999/v1/chat?token=[redacted]&a=[redacted]');
+    expect(redactUrl('not a url')).toBe('[redacted]');
+  });
+
+  it('a credential in the upstream URL is scrubbed from relayed bodies too, short query values are not', () => {
+    const r = upstreamRedaction('http://127.0.0.1:9/pt?apikey=sk-QUERYSECRET-zzzz&x=1', undefined, {});
+    expect(r.keys.string('echo /pt?apikey=sk-QUERYSECRET-zzzz&x=1')).toBe('echo /pt?apikey=[redacted]&x=1');
+  });
+
+  it('urlSecrets names host:port, userinfo and query values', () => {
+    expect(urlSecrets(url)).toEqual(expect.arrayContaining(['127.0.0.1:9999', 'user-x', 'pass-x', 'tok-secret']));
+  });
+
+  it('an error detail for logs keeps the failure and drops the credentials', () => {
+    const r = upstreamRedaction(url, 'sk-canary-123456', {});
+    const err = new Error('wrapped', { cause: new Error(`request to ${url} failed, reason: connect ECONNREFUSED 127.0.0.1:9999 (sk-canary-123456)`) });
+    expect(r.detail(err)).toBe('request to http://redacted:redacted@127.0.0.1:9999/v1/chat?token=[redacted]&a=[redacted] failed, reason: connect ECONNREFUSED 127.0.0.1:9999 ([redacted])');
+    expect(r.errors.string('at 127.0.0.1:9999 with pass-x')).toBe('at [redacted] with [redacted]');
+  });
+});

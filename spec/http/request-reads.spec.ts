@@ -1,0 +1,160 @@
+/**
+ * Sized upstream reads reuse one view per KiB size of ONE shared buffer (`readView`,
+ * src/http/request.ts), for every socket. Every byte must arrive intact and in order
+ * on every stream, whatever each call's `readBytes` says, with reads of many sockets interleaved.
+ */
+import crypto from 'node:crypto';
+import type http from 'node:http';
+import type { Socket } from 'node:net';
+import type { Subscription } from '../../src/flow/types';
+import { UPSTREAM_MAX_READ_BYTES, UPSTREAM_READ_BYTES, openUpstreamStream, type UpstreamStream } from '../../src/http/request';
+import { listen } from '../harness/net';
+
+type Server = Awaited<ReturnType<typeof listen>>;
+
+const KIB = 1024;
+const sha = (b: Buffer): string => crypto.createHash('sha256').update(b).digest('hex');
+
+/** A deterministic body of `bytes` for stream `seed`: SSE-like lines, multi-byte UTF-8 and CRLF, pseudo-random bytes. */
+function bodyFor(seed: number, bytes: number): Buffer {
+  const parts: Buffer[] = [];
+  let n = 0;
+  let x = seed * 2654435761 + 1;
+  const rnd = (): number => ((x = (x * 1103515245 + 12345) >>> 0), x);
+  while (n < bytes) {
+    const kind = rnd() % 3;
+    const part =
+      kind === 0
+        ? Buffer.from(`data: s${seed} é€😀 ${n}\r\n\r\n`)
+        : kind === 1
+          ? crypto.createHash('sha256').update(`${seed}:${n}`).digest()
+          : Buffer.from(`data: ${'€'.repeat(rnd() % 700)}\n\n`);
+    parts.push(part);
+    n += part.length;
+  }
+  return Buffer.concat(parts).subarray(0, bytes);
+}
+
+/** Writes `body` in odd-sized pieces, a macrotask apart, so that reads of many sockets interleave. */
+function trickle(res: http.ServerResponse, body: Buffer, seed: number): void {
+  let at = 0;
+  let closed = false;
+  res.on('close', () => (closed = true));
+  const sizes = [1, 3, 1023, 1025, 4095, 7001, 65537, 2, 16 * KIB + 1, 513];
+  let i = seed;
+  const step = (): void => {
+    if (closed) return;
+    if (at >= body.length) return void res.end();
+    const size = sizes[i++ % sizes.length] as number;
+    const ok = res.write(body.subarray(at, at + size));
+    at += size;
+    if (ok) setImmediate(step);
+    else res.once('drain', step);
+  };
+  step();
+}
+
+describe('sized reads share one buffer across sockets', () => {
+  let server: Server;
+  const bodies = new Map<string, Buffer>();
+  const subscriptions: Subscription[] = [];
+  const remotePorts: number[] = [];
+
+  beforeAll(async () => {
+    server = await listen((req, res) => {
+      const path = req.url ?? '/';
+      const body = bodies.get(path);
+      remotePorts.push((req.socket as Socket).remotePort ?? 0);
+      if (body === undefined) return void res.writeHead(404).end();
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      trickle(res, body, Number(path.replace(/\D/g, '')) || 1);
+    });
+  });
+  afterEach(() => {
+    for (const s of subscriptions.splice(0)) s.cancel();
+  });
+  afterAll(async () => {
+    await server.close();
+  });
+
+  /** Reads the whole body, asking for one chunk at a time at a pace set by `seed` (sync, microtask, immediate, timer). */
+  function readAll(stream: UpstreamStream, seed: number): Promise<{ body: Buffer; maxChunk: number }> {
+    return new Promise((resolve, reject) => {
+      const parts: Buffer[] = [];
+      let k = seed;
+      let sub: Subscription | undefined = undefined;
+      const again = (): void => {
+        const mode = k++ % 4;
+        if (mode === 0) sub?.request(1);
+        else if (mode === 1) void Promise.resolve().then(() => sub?.request(1));
+        else if (mode === 2) setImmediate(() => sub?.request(1));
+        else setTimeout(() => sub?.request(1), 1);
+      };
+      sub = stream.body.subscribeWithDemand({
+        next: (b: Buffer) => {
+          // Kept as given, not copied: a chunk must stay valid after later reads (no view of the shared buffer).
+          parts.push(b);
+          again();
+        },
+        error: reject,
+        complete: () => resolve({ body: Buffer.concat(parts), maxChunk: Math.max(0, ...parts.map((p) => p.length)) }),
+      });
+      subscriptions.push(sub);
+      sub.request(1);
+    });
+  }
+
+  const sizes: Array<[string, (unread: number) => number]> = [
+    ['1 KiB', () => 1024],
+    ['1 KiB - 1', () => 1023],
+    ['1 KiB + 1', () => 1025],
+    ['odd 4097', () => 4097],
+    ['odd 7777', () => 7777],
+    ['16 KiB', () => 16 * KIB],
+    ['64 KiB - 1', () => 64 * KIB - 1],
+    ['64 KiB', () => 64 * KIB],
+    ['> 64 KiB', () => 200 * KIB],
+    ['0', () => 0],
+    ['negative', () => -4096],
+    ['NaN', () => Number.NaN],
+    ['Infinity', () => Infinity],
+    ['-Infinity', () => -Infinity],
+    ['fraction 2047.9', () => 2047.9],
+    ['varies with unread bytes', (unread) => (unread % 3 === 0 ? 1024 : unread % 3 === 1 ? 33 * KIB + 5 : 64 * KIB)],
+  ];
+
+  it('delivers every byte intact and in order on 16 concurrent streams, each with its own readBytes', async () => {
+    const streams = await Promise.all(
+      sizes.map(async ([, readBytes], i) => {
+        const path = `/s${i + 1}`;
+        bodies.set(path, bodyFor(i + 1, 300 * KIB + i * 997));
+        return { path, stream: await openUpstreamStream({ url: `${server.url}${path}`, readBytes }) };
+      }),
+    );
+    const got = await Promise.all(streams.map(({ stream }, i) => readAll(stream, i)));
+    const report = streams.map(({ path }, i) => `${sizes[i]?.[0]}: ${sha((got[i] as { body: Buffer }).body) === sha(bodies.get(path) as Buffer) ? 'ok' : 'CORRUPT'}`);
+    expect(report).toEqual(sizes.map(([name]) => `${name}: ok`));
+    for (const g of got) expect(g.maxChunk).toBeLessThanOrEqual(UPSTREAM_MAX_READ_BYTES);
+  }, 30_000);
+
+  it('keeps a kept-alive socket intact from a sized call to an unsized one and back (default read size again)', async () => {
+    const order: Array<((u: number) => number) | undefined> = [() => 1025, undefined, () => 64 * KIB - 1, undefined, () => 3 * KIB];
+    const before = remotePorts.length;
+    const results: Array<{ ok: boolean; maxChunk: number }> = [];
+    for (let i = 0; i < order.length; i++) {
+      const path = `/k${100 + i}`;
+      bodies.set(path, bodyFor(100 + i, 200 * KIB + 3 * i));
+      const stream = await openUpstreamStream({ url: `${server.url}${path}`, readBytes: order[i] });
+      const { body, maxChunk } = await readAll(stream, i);
+      results.push({ ok: sha(body) === sha(bodies.get(path) as Buffer), maxChunk });
+      // Let the socket go back to the pool before the next call.
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(results.map((r) => r.ok)).toEqual(order.map(() => true));
+    // One socket served them all (keep-alive reuse actually happened).
+    expect(new Set(remotePorts.slice(before)).size).toBe(1);
+    // The unsized calls read at most the default size on the socket a sized call used before.
+    expect(results[1]?.maxChunk).toBeLessThanOrEqual(UPSTREAM_READ_BYTES);
+    expect(results[3]?.maxChunk).toBeLessThanOrEqual(UPSTREAM_READ_BYTES);
+  }, 30_000);
+});

@@ -1,0 +1,167 @@
+import type { Request, Response } from 'express';
+import { randomUUID } from 'node:crypto';
+import { ShutdownError, TimeoutError } from '../../errors';
+import type { ProviderAdapter, TokenUsage } from '../../providers/types';
+import { scrubbingAdapter } from '../../providers/scrub';
+import type { UpstreamRedaction } from '../../http/redact';
+import type { RetryNotice } from '../../http/retry';
+import { watchAbort } from '../abort-watch';
+import type { ResolvedRoute } from '../config';
+import type { Logger } from '../logger';
+import type { GatewayMetrics } from '../metrics';
+import type { EarlyCommit } from './early-commit';
+import { ClientClosedError, upstreamOutcome, type RelayOutcome } from './outcome';
+
+/** The collaborators a stream takes from its route (see `RelayOptions`). */
+export interface StreamEnvironment {
+  route: ResolvedRoute & { url: string };
+  adapter: ProviderAdapter;
+  logger: Logger;
+  metrics: GatewayMetrics;
+  /** Aborted (with a ShutdownError) when the shutdown grace period is over. */
+  shutdown: AbortSignal;
+  /** Called with the stream's abort function while it runs; the return value unregisters it. */
+  register(abort: (reason: unknown) => void): () => void;
+}
+
+/**
+ * One relayed request's lifetime, whichever way it goes: its id and clock, the one abort signal
+ * that ends it from the gateway's side (total timeout, shutdown, a client that leaves before
+ * the headers), its upstream attempts, its usage, and its single log line and metrics at the end.
+ * {@link close} releases every listener and timer it set.
+ */
+export class StreamContext {
+  readonly streamId = randomUUID();
+  readonly usage: TokenUsage = {};
+  /** Upstream requests made so far (retries and resumable reconnects count). */
+  attempts = 0;
+  ttftMs: number | undefined;
+  /** The route's adapter; once {@link redactWith} ran, with its client-facing errors scrubbed. */
+  adapter: ProviderAdapter;
+  /** What the upstream call must keep from clients and logs (set once its request is built). */
+  redaction: UpstreamRedaction | undefined;
+  /** Headers committed before the upstream answered (`policy.earlyCommitMs`), with heartbeats. */
+  early: EarlyCommit | undefined;
+  private readonly arrivedAt = performance.now();
+  // One controller for everything that ends a stream from the gateway's side: the upstream call
+  // and the bridge both watch it (an AbortSignal with its listener is about 1 KB of heap per stream).
+  private readonly abort = new AbortController();
+  private readonly unwatchShutdown: () => void;
+  private readonly unregister: () => void;
+  private readonly totalTimer: NodeJS.Timeout | undefined;
+  private readonly onClientClose = (): void => {
+    if (!this.res.headersSent || this.early?.committed === true) this.abortWith(new ClientClosedError());
+  };
+
+  constructor(
+    readonly req: Request,
+    readonly res: Response,
+    readonly env: StreamEnvironment,
+  ) {
+    const { route, shutdown } = env;
+    const onShutdown = (): void => this.abortWith(shutdown.reason ?? new ShutdownError());
+    if (shutdown.aborted) onShutdown();
+    // Not addEventListener: the shutdown signal is shared by every stream (see abort-watch.ts).
+    this.unwatchShutdown = watchAbort(shutdown, onShutdown);
+    this.unregister = env.register((reason) => this.abortWith(reason));
+    const totalMs = route.timeouts.totalMs;
+    this.totalTimer = totalMs > 0 ? setTimeout(() => this.abortWith(new TimeoutError('total', totalMs, `stream exceeded its total time of ${totalMs} ms`)), totalMs) : undefined;
+    res.once('close', this.onClientClose);
+    env.metrics.activeStreams.inc({ route: route.path });
+    this.adapter = env.adapter;
+  }
+
+  /** Keeps the upstream's credentials and URL out of everything a client sees from now on. */
+  redactWith(redaction: UpstreamRedaction): UpstreamRedaction {
+    this.redaction = redaction;
+    this.adapter = scrubbingAdapter(this.env.adapter, redaction.errors);
+    return redaction;
+  }
+
+  /** Aborted when the gateway ends the stream; its reason is why. */
+  get signal(): AbortSignal {
+    return this.abort.signal;
+  }
+
+  /** ms since the request arrived, to 0.1 ms. */
+  elapsed(): number {
+    return Math.round((performance.now() - this.arrivedAt) * 10) / 10;
+  }
+
+  /** Ends the stream from the gateway's side (once; later reasons are ignored). */
+  abortWith(reason: unknown): void {
+    if (!this.abort.signal.aborted) this.abort.abort(reason);
+  }
+
+  /** The bridge watches the client once headers are sent: the early `'close'` listener goes. */
+  handOverClientWatch(): void {
+    this.res.off('close', this.onClientClose);
+  }
+
+  /** Records the first token's time (once). */
+  firstToken(): void {
+    if (this.ttftMs !== undefined) return;
+    this.ttftMs = this.elapsed();
+    this.env.metrics.ttft.observe({ route: this.env.route.path }, this.ttftMs / 1000);
+  }
+
+  /** Runs one upstream attempt, counting it and its outcome. */
+  async attempt<T>(call: () => Promise<T>): Promise<T> {
+    this.attempts++;
+    try {
+      const result = await call();
+      this.countUpstream('ok');
+      return result;
+    } catch (err) {
+      this.countUpstream(upstreamOutcome(err));
+      throw err;
+    }
+  }
+
+  /** Counts one upstream request by outcome (`tidegate_upstream_requests_total`). */
+  countUpstream(outcome: string): void {
+    this.env.metrics.upstreamRequests.inc({ route: this.env.route.path, outcome });
+  }
+
+  /** Options of `withRetries` for this stream: its signal, and each retry counted by reason. */
+  retryOptions(): { signal: AbortSignal; onRetry(notice: RetryNotice): void } {
+    return {
+      signal: this.abort.signal,
+      onRetry: ({ error }) => this.env.metrics.retries.inc({ route: this.env.route.path, reason: upstreamOutcome(error) }),
+    };
+  }
+
+  /** Counts and logs how the stream ended: one `stream` line with `fields`. */
+  finish(outcome: RelayOutcome, fields: Record<string, unknown>): void {
+    const { route, metrics, logger } = this.env;
+    metrics.streams.inc({ route: route.path, outcome });
+    metrics.duration.observe({ route: route.path, outcome }, (performance.now() - this.arrivedAt) / 1000);
+    if (outcome === 'overflow') metrics.overflowTerminations.inc({ route: route.path });
+    logger.info('stream', {
+      streamId: this.streamId,
+      route: route.path,
+      provider: route.provider,
+      method: this.req.method,
+      attempts: this.attempts,
+      outcome,
+      durationMs: this.elapsed(),
+      ...fields,
+      inputTokens: this.usage.inputTokens,
+      outputTokens: this.usage.outputTokens,
+    });
+  }
+
+  /**
+   * Releases the stream: its timers and listeners, and an upstream body nobody read to its end
+   * (a policy that never subscribed, an answer sent before the stream started) with its call.
+   */
+  close(): void {
+    if (this.totalTimer !== undefined) clearTimeout(this.totalTimer);
+    this.early?.stop();
+    this.abortWith(undefined);
+    this.unwatchShutdown();
+    this.res.off('close', this.onClientClose);
+    this.unregister();
+    this.env.metrics.activeStreams.dec({ route: this.env.route.path });
+  }
+}

@@ -1,0 +1,107 @@
+import type { ByteBudget } from '../../flow/budget';
+import type { Flow } from '../../flow/flow';
+import { sseDecode, sseFrames } from '../../sse';
+import { adaptFrames, adaptProvider } from '../../providers/adapt';
+import type { GatewayEvent } from '../../providers/types';
+import { openUpstreamStream, type UpstreamRequest, type UpstreamStream } from '../../http/request';
+import { openResumableStream } from '../../http/resumable';
+import { withRetries } from '../../http/retry';
+import type { StreamContext } from './context';
+import { settlePlan, type BytesPlan, type EventsPlan, type RelayPlan, type StreamingPlan } from './plan';
+import { ReadAdmission } from './read-admission';
+import { upstreamOutcome } from './outcome';
+import { withoutLastEventId } from './upstream-call';
+
+/** A stream whose upstream answered: its events, the way they go, and who admits its bytes. */
+export interface OpenedStream {
+  events: Flow<GatewayEvent>;
+  plan: StreamingPlan;
+  /** The byte relay's admission of upstream reads. */
+  admission?: ReadAdmission | undefined;
+  /** The upstream call (not on resumable routes, which read through connectSse). */
+  reader?: UpstreamStream | undefined;
+}
+
+/**
+ * Opens the upstream for a streaming plan and returns its events once it answered. The byte
+ * relay's reads are sized by a {@link ReadAdmission} over `budget`; the plan is settled by the
+ * response (an unsized reader may turn a small byte relay into an event relay).
+ */
+export async function openStream(stream: StreamContext, request: UpstreamRequest, plan: StreamingPlan, budget: ByteBudget): Promise<OpenedStream> {
+  if (plan.kind === 'resumable') return { events: await resumableEvents(stream, request), plan };
+  let admission: ReadAdmission | undefined;
+  if (plan.kind === 'bytes') {
+    admission = new ReadAdmission(budget, stream.res);
+    // The peak also counts what the upstream reader takes in while nobody asks.
+    request.onRead = () => void budget.observe();
+    request.readBytes = admission.readBytes;
+  }
+  const reader = await openRelayed(stream, request);
+  const settled: RelayPlan = settlePlan(plan, reader, stream.env.route, stream.res);
+  if (settled.kind === 'bytes') return { events: byteRelayEvents(reader, settled, admission as ReadAdmission, stream), plan: settled, admission, reader };
+  return { events: eventRelayEvents(reader, settled, stream), plan: settled, reader };
+}
+
+/**
+ * Opens the upstream stream, retried as the route allows: only this call is retried, since it
+ * ends at the upstream's status line, before the client saw a byte.
+ */
+function openRelayed(stream: StreamContext, request: UpstreamRequest): Promise<UpstreamStream> {
+  return withRetries(() => stream.attempt(() => openUpstreamStream(request)), stream.env.route.retry, stream.retryOptions());
+}
+
+/**
+ * The `bytes` way: the upstream's own bytes, admitted read by read ({@link ReadAdmission}), cut
+ * into frames of whole events by `sseFrames` and read by the adapter without re-encoding. The
+ * budget counts every userland byte: the reader's unread bytes, the frames waiting in
+ * `sseFrames`, and the bridge.
+ */
+function byteRelayEvents(upstream: UpstreamStream, plan: BytesPlan, admission: ReadAdmission, stream: StreamContext): Flow<GatewayEvent> {
+  admission.admit(upstream);
+  return upstream.body.pipe(
+    admission.gate(),
+    sseFrames({ maxEventBytes: plan.maxEventBytes, maxFrameBytes: plan.frameBytes, queued: admission.queued }),
+    adaptFrames(stream.adapter),
+  );
+}
+
+/**
+ * The `events` way: the upstream body decoded event by event and re-encoded by the adapter. Its
+ * budget covers the chain and the bridge (count-based demand cannot keep room for the upstream
+ * reader); the reader's ≤ 20 KiB and the parser's one read come on top.
+ */
+function eventRelayEvents(upstream: UpstreamStream, plan: EventsPlan, stream: StreamContext): Flow<GatewayEvent> {
+  const { maxEventBytes } = plan;
+  return upstream.body.pipe(sseDecode({ maxEventBytes, maxLineBytes: maxEventBytes }), adaptProvider(stream.adapter));
+}
+
+/**
+ * The `resumable` way: the upstream read through `connectSse`, so a dropped upstream is
+ * reconnected with `Last-Event-ID` (its own backoff) even after the first byte. Resolves once
+ * its first connection answered.
+ */
+async function resumableEvents(stream: StreamContext, request: UpstreamRequest): Promise<Flow<GatewayEvent>> {
+  const { route } = stream.env;
+  const terminator = route.terminator;
+  stream.attempts++;
+  const decoded = await openResumableStream({
+    url: request.url,
+    method: request.method ?? 'GET',
+    headers: withoutLastEventId(request.headers ?? {}),
+    body: request.body,
+    signal: stream.signal,
+    lastEventId: String(stream.req.headers['last-event-id'] ?? ''),
+    maxAttempts: route.retry.maxAttempts,
+    maxReconnects: route.retry.maxReconnects,
+    initialDelayMs: route.retry.baseDelayMs,
+    maxDelayMs: route.retry.maxDelayMs,
+    idleTimeoutMs: route.timeouts.idleMs,
+    maxEventBytes: route.policy.maxEventBytes,
+    isTerminal: terminator ? (e) => (terminator.event ?? e.type) === e.type && (terminator.data ?? e.data) === e.data : undefined,
+  }).catch((err: unknown) => {
+    stream.countUpstream(upstreamOutcome(err));
+    throw err;
+  });
+  stream.countUpstream('ok');
+  return decoded.pipe(adaptProvider(stream.adapter));
+}

@@ -1,0 +1,74 @@
+import type { Request, Response } from 'express';
+import { ByteBudget } from '../../flow/budget';
+import type { ProviderAdapter } from '../../providers/types';
+import { upstreamRedaction } from '../../http/redact';
+import type { ResolvedRoute } from '../config';
+import type { Logger } from '../logger';
+import type { GatewayMetrics } from '../metrics';
+import { policyChain, type StreamPolicyFn } from './chain';
+import { StreamContext } from './context';
+import { scheduleEarlyCommit } from './early-commit';
+import { openStream } from './events';
+import { planStream } from './plan';
+import { failBeforeHeaders, sendToClient } from './send';
+import { clientAsk, upstreamRequest } from './upstream-call';
+import { relayWhole } from './whole';
+
+export type { PolicyContext, StreamPolicyFn } from './chain';
+export type { RelayOutcome } from './outcome';
+
+/** Per-route collaborators of {@link relay}. */
+export interface RelayOptions {
+  route: ResolvedRoute & { url: string };
+  adapter: ProviderAdapter;
+  logger: Logger;
+  metrics: GatewayMetrics;
+  policy?: StreamPolicyFn | undefined;
+  /** Aborted (with a ShutdownError) when the shutdown grace period is over. */
+  shutdown: AbortSignal;
+  /** Called with the stream's abort function while it runs; the return value unregisters it. */
+  register(abort: (reason: unknown) => void): () => void;
+}
+
+/**
+ * Relays one client request to the route's upstream and back: retries while nothing reached the
+ * client, commits headers only on a streaming 200, decodes with the provider adapter, applies
+ * the route's policies, writes through the demand bridge, and logs one line per stream.
+ *
+ * The way a stream goes is decided once (see `relay/plan.ts`): a whole answer, a resumable
+ * stream, the byte relay (the upstream's own bytes, admitted read by read) or the event relay.
+ * Errors never escape: before the headers the client gets an HTTP error in the provider's shape,
+ * after them an error event (see `relay/send.ts`).
+ */
+export async function relay(req: Request, res: Response, options: RelayOptions): Promise<void> {
+  const stream = new StreamContext(req, res, options);
+  const { route } = options;
+  try {
+    const ask = clientAsk(req, route);
+    const request = upstreamRequest(req, route, options.adapter, ask, stream.signal);
+    // Nothing about the upstream reaches the client: its credentials leave every relayed body and
+    // frame, its URL every error.
+    const redaction = stream.redactWith(upstreamRedaction(request.url, route.apiKey, request.headers ?? {}));
+    const plan = planStream(route, res, ask, options.policy !== undefined);
+    if (plan.kind === 'whole') return await relayWhole(stream, request);
+    stream.early = scheduleEarlyCommit(res, { afterMs: route.policy.earlyCommitMs, heartbeatMs: route.policy.heartbeatMs, headers: { 'X-Tidegate-Stream-Id': stream.streamId } });
+
+    const budget = new ByteBudget(route.policy.maxBufferedBytes);
+    const { events, ...opened } = await openStream(stream, request, plan, budget);
+    const flow = policyChain(events, {
+      route,
+      budget,
+      scrubber: redaction.keys,
+      policy: options.policy,
+      req,
+      streamId: stream.streamId,
+      usage: stream.usage,
+      onFirstToken: () => stream.firstToken(),
+    });
+    await sendToClient(stream, { flow, budget, ...opened });
+  } catch (err) {
+    failBeforeHeaders(stream, err);
+  } finally {
+    stream.close();
+  }
+}

@@ -1,0 +1,103 @@
+import type { Readable } from 'node:stream';
+import { TimeoutError } from '../../errors';
+import { sendFlow, type BridgeElement, type StreamHandle, type StreamResult } from '../../express/send-flow';
+import type { ByteBudget } from '../../flow/budget';
+import type { Flow } from '../../flow/flow';
+import { UpstreamHttpError } from '../../http/errors';
+import { codeOf } from '../../express/error-shapes';
+import type { UpstreamStream } from '../../http/request';
+import type { StreamContext } from './context';
+import { ClientClosedError, errorOutcome, streamOutcome } from './outcome';
+import { FRAME_PREFETCH } from './plan';
+import type { OpenedStream } from './events';
+
+/** What {@link sendToClient} writes (`flow`, through the policies) and watches. */
+export interface Delivery extends Omit<OpenedStream, 'events'> {
+  flow: Flow<BridgeElement>;
+  budget: ByteBudget;
+}
+
+/**
+ * Writes the stream to the client through the demand bridge (headers are committed here), keeps
+ * it visible to the metrics and `/debug/streams` while it runs, and logs how it ended.
+ */
+export async function sendToClient(stream: StreamContext, d: Delivery): Promise<void> {
+  const { res, env } = stream;
+  const { route, metrics } = env;
+  const { adapter } = stream;
+  const { plan, budget, admission, reader } = d;
+  let handle: StreamHandle | undefined;
+  const bodyOf = (call: UpstreamStream): Readable => call.response.body as unknown as Readable;
+  const untrack = metrics.track({
+    bufferedBytes: () => budget.used,
+    upstreamPaused: () => {
+      const body = reader === undefined ? undefined : bodyOf(reader);
+      return body !== undefined && body.isPaused() && body.readableLength > 0 && !body.readableEnded;
+    },
+    describe: () => ({
+      streamId: stream.streamId,
+      route: route.path,
+      ageMs: stream.elapsed(),
+      bridge: handle?.state(),
+      upstream: reader === undefined ? undefined : { bufferedBytes: reader.bufferedBytes(), readsSized: reader.readsSized(), paused: bodyOf(reader).isPaused(), ended: bodyOf(reader).readableEnded },
+      heldReadDemand: admission?.heldDemand,
+    }),
+  });
+  stream.early?.stop();
+  handle = sendFlow(res, d.flow, {
+    prefetch: plan.kind === 'bytes' ? FRAME_PREFETCH : route.policy.prefetch,
+    maxElementBytes: plan.kind === 'events' ? plan.maxElementBytes : undefined,
+    onWritable: admission?.onWritten,
+    budget,
+    stallTimeoutMs: route.policy.stallTimeoutMs,
+    heartbeatMs: route.policy.heartbeatMs,
+    formatError: (e) => adapter.formatError(e),
+    sendHttpError: (r, e) => adapter.sendHttpError(r, e),
+    signal: stream.signal,
+    headers: { 'X-Tidegate-Stream-Id': stream.streamId },
+  });
+  if (admission !== undefined) admission.flushWrites = () => handle?.flush();
+  stream.handOverClientWatch();
+  let result: StreamResult;
+  try {
+    result = await handle.done;
+  } finally {
+    untrack();
+  }
+  metrics.bytesOut.inc({ route: route.path }, result.bytes);
+  stream.finish(streamOutcome(result), {
+    status: res.statusCode,
+    ttftMs: stream.ttftMs,
+    events: result.events,
+    bytes: result.bytes,
+    peakBufferedBytes: result.peakBufferedBytes,
+    errorCode: result.error === undefined ? undefined : codeOf(result.error),
+    timeoutKind: result.error instanceof TimeoutError ? result.error.kind : undefined,
+  });
+}
+
+/**
+ * A stream that failed before the bridge took it: nothing reached the client yet, so it gets an
+ * HTTP error in the provider's shape (an upstream HTTP error is relayed with its status), unless
+ * it already left. Logs how it ended.
+ */
+export function failBeforeHeaders(stream: StreamContext, err: unknown): void {
+  const { res } = stream;
+  const clientGone = err instanceof ClientClosedError || res.destroyed;
+  if (!clientGone && !res.headersSent) {
+    if (err instanceof UpstreamHttpError) {
+      res.status(err.status);
+      res.setHeader('Content-Type', err.contentType ?? 'application/json; charset=utf-8');
+      if (err.retryAfterMs !== undefined) res.setHeader('Retry-After', String(Math.ceil(err.retryAfterMs / 1000)));
+      res.end(stream.redaction === undefined ? '' : stream.redaction.errors.string(err.body));
+    } else stream.adapter.sendHttpError(res, err);
+  } else if (!clientGone && stream.early?.committed === true) stream.early.fail(err, (e) => stream.adapter.formatError(e));
+  stream.finish(clientGone ? 'client_closed' : errorOutcome(err), {
+    upstream: stream.redaction?.url,
+    errorDetail: stream.redaction?.detail(err),
+    status: clientGone ? 499 : res.statusCode,
+    errorCode: codeOf(err),
+    timeoutKind: err instanceof TimeoutError ? err.kind : undefined,
+    upstreamStatus: err instanceof UpstreamHttpError ? err.status : undefined,
+  });
+}

@@ -1,0 +1,24 @@
+// Public exports of src/upstream (re-exports only).
+export {
+  DEFAULT_MAX_BODY_BYTES,
+  MAX_ERROR_BODY_BYTES,
+  UpstreamBodyTooLargeError,
+  UpstreamHttpError,
+  UpstreamNotStreamError,
+  UpstreamResetError,
+  UpstreamStreamError,
+  UpstreamTruncatedError,
+} from './errors';
+export { redactUrl, Scrubber } from './redact';
+export {
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  DEFAULT_FIRST_BYTE_TIMEOUT_MS,
+  fetchUpstream,
+  openUpstreamStream,
+  retryAfterMs,
+  upstreamAgent,
+} from './request';
+export type { UpstreamBody, UpstreamRequest, UpstreamStream } from './request';
+export { retryDelayMs, withRetries } from './retry';
+export type { RetryNotice, RetryPolicy } from './retry';
+export * from '../providers';

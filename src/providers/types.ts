@@ -1,0 +1,69 @@
+import type { ServerResponse } from 'node:http';
+import type { SseEvent, SseEventInit, SseFrame } from '../sse';
+
+/** Token counts a provider reported; each field only when the provider sent it. */
+export interface TokenUsage {
+  inputTokens?: number | undefined;
+  outputTokens?: number | undefined;
+  totalTokens?: number | undefined;
+}
+
+/**
+ * One upstream event as the gateway sees it: what it means (`type`), and `wire`, the
+ * provider's own frame to re-emit so the client's SDK reads exactly what the provider sent.
+ *
+ * - `delta`: generated text (`text`); may carry `usage` too (servers that report usage per chunk);
+ * - `usage`: token counts only;
+ * - `error`: an error frame inside the stream; the gateway ends the stream with it;
+ * - `done`: the provider's terminator (OpenAI `data: [DONE]`, Anthropic `message_stop`);
+ * - `frame`: anything else (role chunk, `ping`, `content_block_start` …), relayed as is;
+ * - `frames`: the byte relay's unit (see `adaptFrames`): whole upstream event blocks relayed as
+ *   their own bytes, `delta` when one of them carried text, `usage` the last counts reported in
+ *   them. Only routes without a user policy relay bytes, so a `StreamPolicyFn` never sees one.
+ */
+export type GatewayEvent =
+  | { readonly type: 'delta'; readonly text: string; readonly usage?: TokenUsage | undefined; readonly wire: SseEventInit }
+  | { readonly type: 'usage'; readonly usage: TokenUsage; readonly wire: SseEventInit }
+  | { readonly type: 'error'; readonly error: Error; readonly wire: SseEventInit }
+  | { readonly type: 'done'; readonly wire: SseEventInit }
+  | { readonly type: 'frame'; readonly wire: SseEventInit }
+  | { readonly type: 'frames'; readonly wire: SseFrame; readonly delta: boolean; readonly usage?: TokenUsage | undefined };
+
+/** The providers tidegate speaks. */
+export type ProviderName = 'openai' | 'anthropic' | 'passthrough';
+
+/**
+ * A provider adapter: decodes the provider's SSE events into {@link GatewayEvent}s and writes
+ * errors in the provider's protocol, so the official SDK raises them.
+ */
+export interface ProviderAdapter {
+  readonly name: ProviderName;
+  /** EOF without a `done` event is `ERR_TIDEGATE_UPSTREAM_TRUNCATED` (true for OpenAI and Anthropic). */
+  readonly requiresTerminator: boolean;
+  /** Request headers a client may send that are forwarded by default (lower case). */
+  readonly defaultForwardHeaders: readonly string[];
+  /** A fresh decoder for one stream (decoders may keep state, e.g. the last event id). */
+  decoder(): (event: SseEvent) => GatewayEvent;
+  /**
+   * For the byte relay: `true` when a frame (whole event blocks, LF line ends, valid UTF-8) may
+   * hold an event this adapter must decode (its terminator, an error, usage). A native substring
+   * scan, never a parse: a false `true` only costs a decode, a false `false` would relay an
+   * event unseen, so a name spelt with JSON escapes must count (see `hasAsciiEscape`).
+   * Absent: every frame is decoded.
+   */
+  needsDecode?: ((frame: Buffer) => boolean) | undefined;
+  /**
+   * For the byte relay: the bytes sent in place of the block of the terminator `event` (decoded),
+   * or `undefined` to relay the block as it came (also when absent). OpenAI: `data: [DONE]\n\n`
+   * for a form its SDK would not match (`data:  [DONE]`), as the event relay's wire does.
+   */
+  terminatorFrame?: ((event: SseEvent) => Buffer | undefined) | undefined;
+  /** Headers that carry the configured upstream credential (never the client's). */
+  authHeaders(apiKey: string | undefined): Record<string, string>;
+  /** An error written after the stream started, in the provider's SSE protocol. */
+  formatError(error: unknown): SseEventInit;
+  /** An error answered before the stream started: status and JSON body in the provider's shape. */
+  sendHttpError(res: ServerResponse, error: unknown): void;
+  /** Rewrites a JSON request body to ask the upstream for a non-stream answer (the `stream: false` fallback). */
+  nonStreamBody?: ((body: Record<string, unknown>) => Record<string, unknown>) | undefined;
+}

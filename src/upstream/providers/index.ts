@@ -1,8 +1,0 @@
-// Public exports of src/upstream/providers (re-exports only).
-export { adaptFrames, adaptProvider } from './adapt';
-export { anthropicAdapter, DEFAULT_ANTHROPIC_VERSION } from './anthropic';
-export { codeOf, httpStatusOf } from './errors-http';
-export { openaiAdapter } from './openai';
-export { createPassthroughAdapter, passthroughAdapter } from './passthrough';
-export type { PassthroughTerminator } from './passthrough';
-export type { GatewayEvent, ProviderAdapter, ProviderName, TokenUsage } from './types';
