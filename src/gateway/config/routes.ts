@@ -20,6 +20,11 @@ export const routeSchema = z.object({
   forwardHeaders: z.array(headerName).optional(),
   /** Static headers added to the upstream request. */
   headers: z.record(z.string(), z.string()).optional(),
+  /**
+   * Follow the upstream's 3xx answers (default `false`: a redirect answers the client 502
+   * `ERR_TIDEGATE_UPSTREAM_REDIRECT` and nothing is sent where it points).
+   */
+  followRedirects: z.boolean().default(false),
   /** `false`: ask the upstream for a non-stream answer and return it as one JSON (openai, anthropic). */
   stream: z.boolean().default(true),
   /** Passthrough only: reconnect a dropped upstream with `Last-Event-ID` (resumable relay, docs/gateway.md). */
@@ -46,6 +51,7 @@ export interface ResolvedRoute {
   maxBodyBytes: number;
   forwardHeaders: string[] | undefined;
   headers: Record<string, string>;
+  followRedirects: boolean;
   stream: boolean;
   resumable: boolean;
   terminator: { event?: string | undefined; data?: string | undefined } | undefined;
@@ -56,8 +62,8 @@ export interface ResolvedRoute {
 
 /** The default routes when none are configured. */
 export const DEFAULT_ROUTES: readonly RouteConfig[] = [
-  { path: '/v1/chat/completions', provider: 'openai', stream: true, resumable: false, policy: {}, timeouts: {}, retry: {} },
-  { path: '/v1/messages', provider: 'anthropic', stream: true, resumable: false, policy: {}, timeouts: {}, retry: {} },
+  { path: '/v1/chat/completions', provider: 'openai', followRedirects: false, stream: true, resumable: false, policy: {}, timeouts: {}, retry: {} },
+  { path: '/v1/messages', provider: 'anthropic', followRedirects: false, stream: true, resumable: false, policy: {}, timeouts: {}, retry: {} },
 ];
 
 /**
@@ -74,6 +80,7 @@ export function resolveRoutes(config: GatewayConfig, upstreamBase: string | unde
     maxBodyBytes: config.upstream.maxBodyBytes,
     forwardHeaders: r.forwardHeaders,
     headers: { ...config.upstream.headers, ...(r.headers ?? {}) },
+    followRedirects: r.followRedirects,
     stream: r.stream,
     resumable: r.resumable,
     terminator: r.terminator,
