@@ -11,10 +11,12 @@
  * | `CallSignal` | node-fetch 2 accepts a signal whose constructor is named `AbortSignal` and uses `aborted`, `add/removeEventListener('abort')` | an abort signal of under 100 bytes per call |
  * | `socketFd` | `net.Socket#_handle.fd` (a TLS socket's: `_handle._parent.fd`) | the descriptor the socket options addon works on |
  * | `createConnection` on the upstream agents | `http.Agent` opens each socket through its `createConnection(options, callback)` | the upstream socket's receive buffer is bounded before the request is written |
+ * | `Socket#destroySoon` replaced | Node's HTTP server ends a `Connection: close` response's socket with `socket.destroySoon()` | a lingering close instead of a reset while a client still uploads |
  *
  * The interface to the rest of the code: {@link upstreamAgent}, {@link withClientRequest},
  * {@link expectRedirect}, {@link setReadCall} / {@link readCallOf}, {@link bodyIsResponse},
- * {@link CallSignal}, {@link socketFd}, {@link setUpstreamReceiveBytes} and the read-size constants.
+ * {@link CallSignal}, {@link onServerClose}, {@link socketFd}, {@link setUpstreamReceiveBytes}
+ * and the read-size constants.
  */
 import http from 'node:http';
 import https from 'node:https';
@@ -277,3 +279,13 @@ export const CallSignal = class AbortSignal {
     for (const listener of listeners) listener();
   }
 };
+
+/**
+ * Makes `close` run where Node's HTTP server would close a served connection itself: after a
+ * response sent with `Connection: close`, Node calls `socket.destroySoon()` (lib/_http_server.js
+ * `resOnFinish`), which destroys the socket once written, with a RST if request bytes are still
+ * unread. The gateway's lingering close (`gateway/admission.ts`) takes that place.
+ */
+export function onServerClose(socket: Socket, close: () => void): void {
+  (socket as { destroySoon: () => void }).destroySoon = close;
+}
