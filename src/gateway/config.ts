@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { DEFAULT_MAX_BODY_BYTES } from '../http/errors';
+import { redisSchema, resolveResume, resumeSchema, resumeStoreSchema, type ResumeSettings } from './resume/settings';
 
 const int = (min: number): z.ZodNumber => z.number().int().min(min);
 
@@ -134,6 +135,11 @@ const routeSchema = z.object({
   resumable: z.boolean().default(false),
   /** Passthrough only: the event that ends the stream; EOF without it is ERR_TIDEGATE_UPSTREAM_TRUNCATED. */
   terminator: z.object({ event: z.string().optional(), data: z.string().optional() }).optional(),
+  /**
+   * Resumable streams (docs/resume.md): `true`, or `{ store, windowBytes, lingerMs, retentionMs }`
+   * (defaults `memory`, 1 MiB, 30 s, 5 min). Off when absent.
+   */
+  resume: resumeSchema.optional(),
   policy: z.object(policyShape).partial().strict().default({}),
   timeouts: z.object(timeoutsShape).partial().strict().default({}),
   retry: z.object(retryShape).partial().strict().default({}),
@@ -168,6 +174,10 @@ export const configSchema = z
     retry: z.object(retryShape).partial().strict().default({}),
     /** Routes; default: openai on /v1/chat/completions and anthropic on /v1/messages. */
     routes: z.array(routeSchema).optional(),
+    /** Gateway-wide bounds of the resume stores. */
+    resumeStore: resumeStoreSchema,
+    /** Redis of the `redis` resume store (`REDIS_URL`); never needed otherwise. */
+    redis: redisSchema,
     shutdown: z
       .object({
         /** Streams may finish for this long after SIGTERM, ms; then they get ERR_TIDEGATE_SHUTDOWN. */
@@ -268,6 +278,8 @@ export interface ResolvedRoute {
   stream: boolean;
   resumable: boolean;
   terminator: { event?: string | undefined; data?: string | undefined } | undefined;
+  /** Resume settings; `undefined` when the route's streams are not resumable. */
+  resume: ResumeSettings | undefined;
   policy: StreamPolicy;
   timeouts: UpstreamTimeouts;
   retry: RetrySettings;
@@ -296,6 +308,7 @@ export function resolveRoutes(config: GatewayConfig, upstreamBase: string | unde
     stream: r.stream,
     resumable: r.resumable,
     terminator: r.terminator,
+    resume: resolveResume(r.resume),
     policy: { ...DEFAULT_POLICY, ...config.stream, ...r.policy },
     timeouts: { ...DEFAULT_TIMEOUTS, ...config.timeouts, ...r.timeouts },
     retry: { ...DEFAULT_RETRY, ...config.retry, ...r.retry },
@@ -344,6 +357,7 @@ export const ENV_OVERRIDES: Readonly<Record<string, string>> = {
   HOST: 'host',
   UPSTREAM_URL: 'upstream.url',
   UPSTREAM_API_KEY: 'upstream.apiKey',
+  REDIS_URL: 'redis.url',
   TIDEGATE_MAX_BUFFERED_BYTES: 'stream.maxBufferedBytes',
   TIDEGATE_OVERFLOW: 'stream.overflow',
   TIDEGATE_RELAY: 'stream.relay',
