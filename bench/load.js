@@ -22,6 +22,8 @@ const ERR_MARK = Buffer.from('event: error');
 // `data: {"error":{...,"code":"ERR_TIDEGATE_..."}}`. The upstream never sends `"error":`.
 const ERR_MARK_OPENAI = Buffer.from('data: {"error":');
 const DONE_MARK = Buffer.from('[DONE]');
+// The Responses API has no [DONE]: its stream ends with this event.
+const DONE_MARK_RESPONSES = Buffer.from('event: response.completed');
 const clients = [];
 let frozen = false;
 let slowTimer = null;
@@ -80,6 +82,9 @@ class Client {
     this.failed = null;
     this.status = 0;
     this.openedAt = 0;
+    this.openedHr = 0; // performance.now() at connect(), for set-up times below a millisecond
+    this.firstByteMs = null; // first response byte, ms after openedHr
+    this.firstEventMs = null; // first complete event, ms after openedHr
     this.firstEventAt = 0;
     this.lastEventAt = 0;
     this.endedAt = 0;
@@ -125,6 +130,7 @@ class Client {
     const bufSize = this.mode === 'fast' ? 65536 : this.mode === 'slow' ? 512 : 4096;
     const buffer = sharedBuffers[bufSize] || (sharedBuffers[bufSize] = Buffer.allocUnsafe(bufSize));
     this.openedAt = Date.now();
+    this.openedHr = performance.now();
     const sock = net.connect({
       host: '127.0.0.1',
       port: this.spec.port,
@@ -134,12 +140,12 @@ class Client {
     sock.setNoDelay(true);
     sock.on('connect', () => {
       this.localPort = sock.localPort;
-      const body = JSON.stringify({
-        model: 'bench',
-        stream: true,
-        user: this.tag,
-        messages: [{ role: 'user', content: 'bench' }],
-      });
+      // The upstream tags its stream with the body's `user` field (both APIs have one).
+      const body = JSON.stringify(
+        this.spec.path.startsWith('/v1/responses')
+          ? { model: 'bench', stream: true, user: this.tag, input: 'bench' }
+          : { model: 'bench', stream: true, user: this.tag, messages: [{ role: 'user', content: 'bench' }] },
+      );
       sock.write(
         `POST ${this.spec.path} HTTP/1.1\r\nHost: 127.0.0.1:${this.spec.port}\r\nAccept: text/event-stream\r\n` +
           `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
@@ -154,6 +160,7 @@ class Client {
 
   /** Returns false to pause the socket (net `onread` contract). */
   onRead(buf) {
+    if (this.rawBytes === 0) this.firstByteMs = performance.now() - this.openedHr;
     this.rawBytes += buf.length;
     if (!this.inBody) {
       this.head = Buffer.concat([this.head, buf]);
@@ -241,13 +248,16 @@ class Client {
         this.errorCode = m ? m[1] : 'unknown';
       }
     }
-    if (!this.sawDone && scan.indexOf(DONE_MARK) >= 0) this.sawDone = true;
+    if (!this.sawDone && (scan.indexOf(DONE_MARK) >= 0 || scan.indexOf(DONE_MARK_RESPONSES) >= 0)) this.sawDone = true;
     // Event boundaries: count "\n\n" (our upstream and SSE encoders use LF endings).
     let j = -1;
     let newEvents = 0;
     while ((j = scan.indexOf('\n\n', j + 1)) >= 0) if (j + 2 > this.tail.length) newEvents++;
     if (newEvents) {
-      if (!this.firstEventAt) this.firstEventAt = t;
+      if (!this.firstEventAt) {
+        this.firstEventAt = t;
+        this.firstEventMs = performance.now() - this.openedHr;
+      }
       this.lastEventAt = t;
       this.events += newEvents;
       if (this.mode === 'stalled') this.stalledNow = true;
@@ -316,6 +326,8 @@ class Client {
       ended: this.ended,
       failed: this.failed,
       openedAt: this.openedAt,
+      firstByteMs: this.firstByteMs,
+      firstEventMs: this.firstEventMs,
       firstEventAt: this.firstEventAt,
       lastEventAt: this.lastEventAt,
       endedAt: this.endedAt,
@@ -338,6 +350,21 @@ async function startAll(spec) {
   clients.length = 0;
   frozen = false;
   clearInterval(slowTimer);
+  if (spec.openRatePerS > 0) {
+    // A steady arrival rate: every 5 ms, open the streams due by now (at most spec.clients).
+    const t0 = performance.now();
+    while (clients.length < spec.clients) {
+      const due = Math.min(spec.clients, Math.floor(((performance.now() - t0) * spec.openRatePerS) / 1000) + 1);
+      while (clients.length < due) {
+        const c = new Client(spec, clients.length);
+        clients.push(c);
+        c.connect();
+      }
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    slowTimer = setInterval(slowTick, 50);
+    return;
+  }
   const batch = spec.rampBatch || 200;
   for (let i = 0; i < spec.clients; i += batch) {
     for (let k = i; k < Math.min(spec.clients, i + batch); k++) {
