@@ -1,7 +1,7 @@
 'use strict';
 // Builds another revision of tidegate for a paired before/after run (`--ref <git-rev>`): a
 // detached git worktree in the temp folder, its dependencies (a link to this checkout's
-// node_modules when the lockfiles are equal, else `npm ci`), and `tsc`. `remove()` deletes the
+// node_modules when it declares the same runtime dependencies, else `npm ci`), and `tsc`. `remove()` deletes the
 // worktree; run.js calls it on every exit path.
 const fs = require('node:fs');
 const os = require('node:os');
@@ -24,11 +24,15 @@ function describe(root, rev = 'HEAD') {
   }
 }
 
-function readOr(file, d) {
+/** Whether two checkouts declare the same runtime dependencies and TypeScript. */
+function sameRuntime(a, b) {
   try {
-    return fs.readFileSync(file, 'utf8');
+    const pa = JSON.parse(fs.readFileSync(path.join(a, 'package.json'), 'utf8'));
+    const pb = JSON.parse(fs.readFileSync(path.join(b, 'package.json'), 'utf8'));
+    const key = (p) => JSON.stringify([p.dependencies || {}, (p.devDependencies || {}).typescript]);
+    return key(pa) === key(pb);
   } catch {
-    return d;
+    return false;
   }
 }
 
@@ -63,19 +67,29 @@ function buildRef(root, rev, log = (m) => process.stderr.write(m + '\n')) {
     log(`--ref ${rev}: ${info.short} ${info.subject}: worktree at ${dir}`);
     git(root, ['worktree', 'add', '--detach', dir, info.commit]);
     added = true;
-    let install;
-    if (readOr(path.join(dir, 'package-lock.json'), 'a') === readOr(path.join(root, 'package-lock.json'), 'b') && fs.existsSync(path.join(root, 'node_modules'))) {
-      fs.symlinkSync(path.join(root, 'node_modules'), path.join(dir, 'node_modules'), 'dir');
-      install = 'linked node_modules (same package-lock.json)';
-    } else {
-      log(`--ref ${rev}: npm ci (its package-lock.json differs)`);
+    // The build needs the runtime dependencies and the compiler: when the revision declares the
+    // same ones, this checkout's node_modules serve (a link; dev tools may differ), else npm ci.
+    const link = path.join(dir, 'node_modules');
+    const npmCi = () => {
+      fs.rmSync(link, { recursive: true, force: true });
+      log(`--ref ${rev}: npm ci`);
       execFileSync('npm', ['ci', '--no-audit', '--no-fund', '--ignore-scripts'], { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'], timeout: 900000 });
-      install = 'npm ci';
-    }
+      return 'npm ci';
+    };
+    let install = sameRuntime(root, dir) && fs.existsSync(path.join(root, 'node_modules')) ? 'linked node_modules (same dependencies)' : npmCi();
+    if (install !== 'npm ci') fs.symlinkSync(path.join(root, 'node_modules'), link, 'dir');
+    const tsc = () => {
+      const project = fs.existsSync(path.join(dir, 'tsconfig.build.json')) ? 'tsconfig.build.json' : 'tsconfig.json';
+      execFileSync(process.execPath, [path.join(dir, 'node_modules/typescript/bin/tsc'), '-p', project], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], timeout: 600000 });
+    };
     log(`--ref ${rev}: building`);
-    const tsc = path.join(dir, 'node_modules/typescript/bin/tsc');
-    const project = fs.existsSync(path.join(dir, 'tsconfig.build.json')) ? 'tsconfig.build.json' : 'tsconfig.json';
-    execFileSync(process.execPath, [tsc, '-p', project], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], timeout: 600000 });
+    try {
+      tsc();
+    } catch (e) {
+      if (install === 'npm ci') throw e;
+      install = npmCi(); // the linked modules did not build it
+      tsc();
+    }
     const cli = path.join(dir, 'dist/gateway/cli.js');
     if (!fs.existsSync(cli)) throw new Error(`--ref ${rev}: built, but ${path.relative(dir, cli)} is missing`);
     return { rev, ...info, dir, cli, install, buildS: (Date.now() - t0) / 1000, remove };
