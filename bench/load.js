@@ -6,15 +6,19 @@
 //            the socket paused (socket.pause()) once over budget and resumed by a timer,
 //            so the sender's socket really fills up
 //   stalled  stop reading after the first event
-// Raw sockets (not the http module) give exact control over when the kernel is read.
+// Raw sockets (not the http module) give exact control over when the kernel is read. Streams open
+// in batches (spec.rampBatch every spec.rampDelayMs) or at a steady rate (spec.openRatePerS); each
+// records its time to first byte and to first event. The resume scenario's clients are in
+// lib/resume-clients.js.
 //
-// IPC: {cmd:'start', spec} → {type:'started'}; {cmd:'freeze'} → {type:'frozen'}; {cmd:'unfreeze'} → {type:'unfrozen'};
+// IPC: {cmd:'start', spec} → {type:'started'}; {cmd:'resume', spec} → {type:'detached'}, {type:'resumed'}; {cmd:'freeze'} → {type:'frozen'}; {cmd:'unfreeze'} → {type:'unfrozen'};
 //      {cmd:'snapshot'} → {type:'snapshot'};
 //      {cmd:'stop', drainMs, maxDrainMs, idleMs, lateMs, debugUrl, upstreamPort} → {type:'result'}
 const net = require('node:net');
 const fs = require('node:fs');
 const { performance } = require('node:perf_hooks');
 const { linksOfPort, tcpQueues } = require('./lib/kernel-tcp');
+const { runResume } = require('./lib/resume-clients');
 
 const FFFD = Buffer.from([0xef, 0xbf, 0xbd]);
 const ERR_MARK = Buffer.from('event: error');
@@ -387,6 +391,13 @@ process.on('message', async (msg) => {
     if (msg.cmd === 'start') {
       await startAll(msg.spec);
       process.send({ type: 'started' });
+    } else if (msg.cmd === 'resume') {
+      // The resume scenario's clients (lib/resume-clients.js); 'detached' when all have dropped.
+      const summaries = await runResume(msg.spec, async () => {
+        process.send({ type: 'detached' });
+        await new Promise((r) => setTimeout(r, msg.spec.sampleMs || 300));
+      });
+      process.send({ type: 'resumed', clients: summaries });
     } else if (msg.cmd === 'freeze') {
       frozen = true;
       for (const c of clients) if (!c.ended) c.sock.pause();

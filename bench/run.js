@@ -6,8 +6,9 @@
 //
 // Flags:
 //   --quick                 smaller, shorter scenarios (checks the harness; figures not comparable)
-//   --only S1,S2,...        scenarios to run (default: all of DEFAULT_ONLY; RESUME on request)
-//   --targets a,b           systems to run (names as in bench/targets.js; `x` also selects `x@before`)
+//   --only S1,S2,...        scenarios to run: S1 S2 S2CHUNK S3 S4 SETUP MAP MICRO RESUME (default: all)
+//   --targets a,b           systems to run (names as in bench/targets.js; `x` also selects
+//                           `x@before` and `x~label`)
 //   --ref <git-rev>         also build <git-rev> in a temporary git worktree and run its tidegate
 //                           targets as `<name>@before`, interleaved with the current build, in
 //                           S1, S2, S2chunk and S4 (a paired before/after run)
@@ -22,11 +23,12 @@ const path = require('node:path');
 const procs = require('./lib/procs');
 const { Harness, ROOT } = require('./lib/harness');
 const { buildRef, describe } = require('./lib/ref-build');
-const { targets, tidegateCommand, GATEWAY_CLI, BENCH_LIMITS } = require('./targets');
+const { targets, autoVariants, tidegateCommand, GATEWAY_CLI, BENCH_LIMITS } = require('./targets');
 const report = require('./report');
 
 const SCENARIOS = ['s1', 's2', 's2-chunk', 's3', 's4', 'setup', 'map', 'micro', 'resume'].map((f) => require(`./scenarios/${f}`));
-const DEFAULT_ONLY = ['S1', 'S2', 'S2CHUNK', 'S3', 'S4', 'SETUP', 'MAP', 'MICRO'];
+// RESUME records itself as skipped when the build has no resumable streams.
+const DEFAULT_ONLY = ['S1', 'S2', 'S2CHUNK', 'S3', 'S4', 'SETUP', 'MAP', 'MICRO', 'RESUME'];
 
 const argv = process.argv.slice(2);
 const QUICK = argv.includes('--quick');
@@ -50,11 +52,11 @@ const S4_MAX = Math.max(100, Math.floor((fd.hard - 300) / 2)); // a proxy holds 
 const P = QUICK
   ? {
       s1: { clients: 20, rate: 20000, eventBytes: 100, durationMs: 2000, slowBps: 2048, stallTimeoutMs: 700, stallSlackMs: 1000, drainMs: 500, maxDrainMs: 1500, drainIdleMs: 1000, lateMs: 1000, snapshotsAt: [0.75, 1] },
-      s2: { clients: 10, bytesPerStream: 4 << 20, eventBytes: 150, maxMs: 8000 },
-      s2chunk: { clients: 10, bytesPerStream: 1 << 20, eventBytes: 150, maxMs: 8000 },
+      s2: { clients: 10, bytesPerStream: 2 << 20, eventBytes: 150, maxMs: 8000 },
+      s2chunk: { clients: 10, bytesPerStream: 512 << 10, eventBytes: 150, maxMs: 8000 },
       s3: { clients: 20, rate: 100, eventBytes: 150, durationMs: 1000, warmupMs: 500 },
       s4: { streams: Math.min(500, S4_MAX), holdMs: 1500, eventBytes: 150 },
-      setup: { ratesPerS: [250, 1000], openForMs: 500, streamMs: 250, settleMaxMs: 5000, eventBytes: 150 },
+      setup: { ratesPerS: [500], openForMs: 500, streamMs: 250, settleMaxMs: 4000, eventBytes: 150 },
       map: { streams: 10, cellMs: 800, producers: [2000, 50000], consumers: ['stalled', 65536, 'fast'], stallTimeoutMs: 500 },
       micro: { elements: 200000, runs: 3 },
       resume: { streams: 20, rate: 200, eventBytes: 150, durationMs: 2000, dropAfterMaxMs: 1000, awayMs: 100, windowBytes: 1 << 20, lingerMs: 5000, maxMs: 15000 },
@@ -64,8 +66,8 @@ const P = QUICK
       s2: { clients: 50, bytesPerStream: 20 << 20, eventBytes: 150, maxMs: 60000 },
       s2chunk: { clients: 50, bytesPerStream: 6 << 20, eventBytes: 150, maxMs: 60000 },
       s3: { clients: 100, rate: 100, eventBytes: 150, durationMs: 10000, warmupMs: 3000 },
-      s4: { streams: Math.min(9000, S4_MAX), holdMs: 15000, eventBytes: 150 },
-      setup: { ratesPerS: [250, 500, 1000], openForMs: 3000, streamMs: 250, settleMaxMs: 15000, eventBytes: 150 },
+      s4: { streams: Math.min(9000, S4_MAX), holdMs: 10000, eventBytes: 150 },
+      setup: { ratesPerS: [250, 500, 1000], openForMs: 2000, streamMs: 250, settleMaxMs: 15000, eventBytes: 150 },
       map: { streams: 20, cellMs: 4000, producers: [500, 2000, 10000, 50000], consumers: ['stalled', 4096, 65536, 1048576, 'fast'], stallTimeoutMs: 1500 },
       micro: { elements: 1000000, runs: 5 },
       resume: { streams: 200, rate: 100, eventBytes: 150, durationMs: 10000, dropAfterMaxMs: 8000, awayMs: 500, windowBytes: 1 << 20, lingerMs: 30000, maxMs: 60000 },
@@ -92,7 +94,7 @@ const results = {
   command: ['npm run bench', ...(QUICK ? [':quick'] : [])].join('') + (argv.filter((a) => a !== '--quick').length ? ` -- ${argv.filter((a) => a !== '--quick').join(' ')}` : ''),
   build: describe(ROOT),
   ref: null,
-  variants: VARIANTS,
+  variants: [...VARIANTS, ...autoVariants()],
   machine: machineInfo(),
   params: P,
   gatewayCommand: null,

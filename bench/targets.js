@@ -45,6 +45,11 @@ function cliFlags(cli = GATEWAY_CLI) {
 
 /** Whether a build's gateway serves `route` (a path string in its compiled gateway or providers). */
 function buildServes(cli, route) {
+  return buildMentions(cli, `'${route}'`);
+}
+
+/** Whether a .js file of a build's compiled gateway or providers contains `needle`. */
+function buildMentions(cli, needle) {
   const dist = distOf(cli);
   const stack = ['gateway', 'providers'].map((d) => path.join(dist, d));
   while (stack.length) {
@@ -58,7 +63,7 @@ function buildServes(cli, route) {
     for (const e of entries) {
       const p = path.join(dir, e.name);
       if (e.isDirectory()) stack.push(p);
-      else if (e.name.endsWith('.js') && readText(p).includes(`'${route}'`)) return true;
+      else if (e.name.endsWith('.js') && readText(p).includes(needle)) return true;
     }
   }
   return false;
@@ -83,7 +88,7 @@ function tidegateCommand({ cli = GATEWAY_CLI, port, upstreamUrl, policy, config,
   let configFile = null;
   const has = (k) => supported === null || supported.has(k);
   if (has('--config')) {
-    const limits = readText(path.join(distOf(cli), 'gateway/config.js')).includes('maxStreamsPerClient') ? { limits: BENCH_LIMITS } : {};
+    const limits = buildMentions(cli, 'maxStreamsPerClient') ? { limits: BENCH_LIMITS } : {};
     const merged = deepMerge(limits, config || {});
     if (Object.keys(merged).length) {
       configFile = path.join(tmpDir || os.tmpdir(), `tidegate-bench-config-${port}.json`);
@@ -194,7 +199,7 @@ function hpmInstalled() {
  * The tidegate targets of one build. `suffix` ('' for the current build, '@before' for --ref,
  * '~label' for a --variant) is appended to each name; `config` is passed to every one of them.
  */
-function tidegateTargets({ cli = GATEWAY_CLI, suffix = '', labelSuffix = '', config = null, before = false, variant = null } = {}) {
+function tidegateTargets({ cli = GATEWAY_CLI, suffix = '', labelSuffix = '', config = null, before = false, variant = null, variantScenarios = null } = {}) {
   const built = () => (fs.existsSync(cli) ? { ok: true } : { ok: false, why: `${path.relative(ROOT, cli)} not built` });
   const mk = (base, label, routePath, extraCheck) => ({
     name: base + suffix,
@@ -204,13 +209,14 @@ function tidegateTargets({ cli = GATEWAY_CLI, suffix = '', labelSuffix = '', con
     tidegate: true,
     before,
     variant,
+    variantScenarios,
     config,
     cli,
     available: () => {
       const a = built();
       return a.ok && extraCheck ? extraCheck() : a;
     },
-    start: (ctx) => startTidegate(base + suffix, { ...ctx, cli, config }),
+    start: (ctx) => startTidegate(base + suffix, { ...ctx, cli, config: ctx.config || config }),
   });
   return [
     mk('tidegate-pass', 'tidegate passthrough', '/sse', () => {
@@ -248,13 +254,22 @@ function targets(opts = {}) {
   ];
   const current = tidegateTargets();
   const before = opts.ref ? tidegateTargets({ cli: opts.ref.cli, suffix: '@before', labelSuffix: ' (before)', before: true }) : [];
-  const variants = (opts.variants || []).map((v) => tidegateTargets({ suffix: `~${v.label}`, labelSuffix: ` (${v.label})`, config: v.config, variant: v.label }));
+  const variants = [...(opts.variants || []), ...autoVariants()].map((v) => ({ ...v, targets: tidegateTargets({ suffix: `~${v.label}`, labelSuffix: ` (${v.label})`, config: v.config, variant: v.label, variantScenarios: v.scenarios || null }) }));
   current.forEach((t, i) => {
     list.push(t);
     if (before[i]) list.push(before[i]);
-    for (const vs of variants) list.push(vs[i]);
+    for (const v of variants) if (!v.only || v.only.includes(t.name)) list.push(v.targets[i]);
   });
   return list;
+}
+
+/**
+ * Variants every full run adds once the build has the setting: the passthrough route with the
+ * kernel's own unsent-queue size (`stream.kernelUnsentBytes: 0`) beside the default, in S1 and S2.
+ */
+function autoVariants() {
+  if (!buildMentions(GATEWAY_CLI, 'kernelUnsentBytes')) return [];
+  return [{ label: 'kernelUnsentBytes 0', config: { stream: { kernelUnsentBytes: 0 } }, only: ['tidegate-pass'], scenarios: ['S1', 'S2'], auto: true }];
 }
 
 async function startNode(name, args, ctx) {
@@ -280,4 +295,4 @@ async function startTidegate(name, ctx) {
   return { rec, port: ctx.port, sampleChildren: false, command: [c.cmd, ...c.args].join(' '), unsupported: c.unsupported, cleanup };
 }
 
-module.exports = { targets, tidegateCommand, cliFlags, DEFAULT_POLICY, BENCH_LIMITS, GATEWAY_CLI, nginxBinary, buildServes };
+module.exports = { targets, autoVariants, tidegateCommand, cliFlags, DEFAULT_POLICY, BENCH_LIMITS, GATEWAY_CLI, nginxBinary, buildServes };

@@ -178,14 +178,16 @@ class Harness {
   /**
    * The targets to run, in order, after --targets and availability (the unavailable ones are
    * recorded in results.skipped). `opts.before`: include the `--ref` build's `@before` targets,
-   * each right after its current counterpart, so the two run interleaved.
+   * each right after its current counterpart, so the two run interleaved. `opts.scenario`: the
+   * scenario's results key (a variant may be limited to some scenarios).
    */
   activeTargets(opts = {}) {
     const out = [];
     for (const t of this.allTargets) {
       if (t.before && !opts.before) continue;
+      if (t.variantScenarios && !t.variantScenarios.includes(opts.scenario)) continue;
       if (opts.filter && !opts.filter(t)) continue;
-      if (this.targetFilter && !this.targetFilter.includes(t.name) && !(t.before && this.targetFilter.includes(t.baseName))) continue;
+      if (this.targetFilter && !this.targetFilter.includes(t.name) && !((t.before || t.variant) && this.targetFilter.includes(t.baseName))) continue;
       const a = t.available();
       if (!a.ok) {
         if (!this.results.skipped.some((s) => s.target === t.name)) this.results.skipped.push({ target: t.name, why: a.why });

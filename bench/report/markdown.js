@@ -27,6 +27,8 @@ const errCells = (n, r, width) => [label(n), `error: ${esc(r.error).slice(0, 80)
 const budgetPeak = (r) => (r && r.streamLog ? Math.max(0, ...Object.values(r.streamLog).map((v) => v.maxPeakBufferedBytes || 0)) : null);
 const ratio = (a, b) => (a != null && b ? a / b : null);
 const x = (v) => (v == null ? 'n/a' : `${v.toFixed(2)}×`);
+/** a ≤ b, or null (not judged) when either is missing. */
+const le = (a, b) => (a == null || b == null || !Number.isFinite(a) || !Number.isFinite(b) ? null : a <= b);
 
 /** "stalled 100, ≤ 93.7 s": streams the gateway ended itself (per-stream log), per outcome. */
 function gatewayCuts(log) {
@@ -127,10 +129,10 @@ function checks(res) {
     const s1 = get('S1', n);
     const s1t = get('S1', `${n}+terminate`);
     if (s1) {
-      add(n, 'S1 peak RSS − idle ≤ 30 MB', `${f(s1.rssDeltaMb)} MB`, s1.rssDeltaMb <= 30);
-      if (s1.ownKernelPerStalledMaxB != null) add(n, 'S1 own kernel bytes ≤ 256 KiB per stalled stream', fmtB(s1.ownKernelPerStalledMaxB), s1.ownKernelPerStalledMaxB <= 256 * 1024);
+      add(n, 'S1 peak RSS − idle ≤ 30 MB', `${f(s1.rssDeltaMb)} MB`, le(s1.rssDeltaMb, 30));
+      if (s1.ownKernelPerStalledMaxB != null) add(n, 'S1 own kernel bytes ≤ 256 KiB per stalled stream', fmtB(s1.ownKernelPerStalledMaxB), le(s1.ownKernelPerStalledMaxB, 256 * 1024));
       const bp = budgetPeak(s1);
-      if (bp) add(n, 'S1 budget use ≤ 64 KiB per stream', fmtB(bp), bp <= 65536);
+      if (bp) add(n, 'S1 budget use ≤ 64 KiB per stream', fmtB(bp), le(bp, 65536));
       add(n, 'S1 every stalled stream cut with an error event', `${s1.stalledCutWithError}/${s1.stalledTotal}`, s1.stalledCutWithError === s1.stalledTotal);
       add(n, 'S1 every slow stream completes', `${s1.slowCompleted}/${s1.slowTotal}`, s1.slowCompleted === s1.slowTotal);
     }
@@ -138,20 +140,20 @@ function checks(res) {
     const s2 = get('S2', n);
     if (s2 && pipe) {
       const cap = n === 'tidegate-pass' ? 1 : 1.5;
-      add(n, `S2 CPU s/GB ≤ ${cap}× http.request + pipeline()`, `${f(s2.cpuSPerGb, 2)} (${x(ratio(s2.cpuSPerGb, pipe.cpuSPerGb))})`, s2.cpuSPerGb <= cap * pipe.cpuSPerGb);
+      add(n, `S2 CPU s/GB ≤ ${cap}× http.request + pipeline()`, `${f(s2.cpuSPerGb, 2)} (${x(ratio(s2.cpuSPerGb, pipe.cpuSPerGb))})`, le(s2.cpuSPerGb, cap * pipe.cpuSPerGb));
     }
     if (s2) add(n, 'S2 zero U+FFFD', String(s2.fffd), s2.fffd === 0);
     const c2 = get('S2chunk', n);
     if (c2 && fetchChunk) {
       const cap = n === 'tidegate-pass' ? 1 : 1.3;
-      add(n, `S2 per-event chunks: CPU s/GB ≤ ${cap}× fetch + pipeline()`, `${f(c2.cpuSPerGb, 2)} (${x(ratio(c2.cpuSPerGb, fetchChunk.cpuSPerGb))})`, c2.cpuSPerGb <= cap * fetchChunk.cpuSPerGb);
+      add(n, `S2 per-event chunks: CPU s/GB ≤ ${cap}× fetch + pipeline()`, `${f(c2.cpuSPerGb, 2)} (${x(ratio(c2.cpuSPerGb, fetchChunk.cpuSPerGb))})`, le(c2.cpuSPerGb, cap * fetchChunk.cpuSPerGb));
     }
     const s3 = get('S3', n);
-    if (s3) add(n, 'S3 p99 ≤ 2 ms', `${f(s3.p99, 2)} ms`, s3.p99 <= 2);
+    if (s3) add(n, 'S3 p99 ≤ 2 ms', `${f(s3.p99, 2)} ms`, le(s3.p99, 2));
     const s4 = get('S4', n);
     if (s4) {
       add(n, 'S4 every stream flowing', `${s4.flowing}/${s4.streams}`, s4.flowing >= s4.streams);
-      add(n, 'S4 ≤ 34 KB per stream', `${f(s4.kbPerStream)} KB`, s4.kbPerStream <= 34);
+      add(n, 'S4 ≤ 34 KB per stream', s4.kbPerStream == null ? 'n/a' : `${f(s4.kbPerStream)} KB`, le(s4.kbPerStream, 34));
     }
     const su = get('SETUP', n);
     if (su) {
@@ -159,17 +161,17 @@ function checks(res) {
       const mine = at(su);
       const peers = nodePeers.map((p) => at(get('SETUP', p))).filter((y) => y && y.ttfbMs.p99 != null && y.ratePerS === mine.ratePerS);
       const best = peers.length ? Math.min(...peers.map((y) => y.ttfbMs.p99)) : null;
-      if (mine && best != null) add(n, `set-up at ${mine.ratePerS}/s: TTFB p99 ≤ best Node peer (${f(best, 1)} ms)`, `${f(mine.ttfbMs.p99, 1)} ms`, mine.ttfbMs.p99 <= best);
+      if (mine && best != null) add(n, `set-up at ${mine.ratePerS}/s: TTFB p99 ≤ best Node peer (${f(best, 1)} ms)`, `${f(mine.ttfbMs.p99, 1)} ms`, le(mine.ttfbMs.p99, best));
     }
   }
   // The Responses route against the chat route (same memory bound, CPU per GB within 10%).
   const rs1 = get('S1', 'tidegate-responses');
   const cs1 = get('S1', 'tidegate-openai');
-  if (rs1 && cs1) add('tidegate-responses', 'S1 budget use ≤ the OpenAI route\'s', `${fmtB(budgetPeak(rs1))} vs ${fmtB(budgetPeak(cs1))}`, budgetPeak(rs1) <= budgetPeak(cs1));
+  if (rs1 && cs1) add('tidegate-responses', 'S1 budget use ≤ the OpenAI route\'s', `${fmtB(budgetPeak(rs1))} vs ${fmtB(budgetPeak(cs1))}`, le(budgetPeak(rs1), budgetPeak(cs1)));
   for (const k of ['S2', 'S2chunk']) {
     const r = get(k, 'tidegate-responses');
     const c = get(k, 'tidegate-openai');
-    if (r && c) add('tidegate-responses', `${k} CPU s/GB within 10% of the OpenAI route`, `${f(r.cpuSPerGb, 2)} vs ${f(c.cpuSPerGb, 2)}`, r.cpuSPerGb <= 1.1 * c.cpuSPerGb);
+    if (r && c) add('tidegate-responses', `${k} CPU s/GB within 10% of the OpenAI route`, `${f(r.cpuSPerGb, 2)} vs ${f(c.cpuSPerGb, 2)}`, le(r.cpuSPerGb, 1.1 * c.cpuSPerGb));
   }
   return out;
 }
@@ -355,9 +357,10 @@ function analysis(res, out) {
   const list = checks(res);
   out.push('## Analysis', '');
   if (!list.length) return out.push('No tidegate row ran, so no target can be judged from this run.', '');
-  const met = list.filter((c) => c.met);
-  const missed = list.filter((c) => !c.met);
-  out.push(`${met.length} of ${list.length} targets met in this run${res.mode === 'quick' ? ' (quick mode: not comparable)' : ''}.`, '');
+  const judged = list.filter((c) => c.met !== null);
+  const met = judged.filter((c) => c.met);
+  const missed = judged.filter((c) => !c.met);
+  out.push(`${met.length} of ${judged.length} targets met in this run${res.mode === 'quick' ? ' (quick mode: not comparable)' : ''}.`, '');
   if (missed.length) {
     out.push('Missed:', '');
     for (const c of missed) out.push(`- ${c.system}: ${c.what}: ${c.measured}.`);
@@ -380,7 +383,7 @@ function markdown(res, charts) {
   const list = checks(res);
   if (list.length) {
     out.push('### Targets', '', runLine(res, null), '');
-    out.push(mdTable(['system', 'target', 'measured', 'verdict'], list.map((c) => [c.system, c.what, c.measured, c.met ? 'met' : '**missed**'])), '');
+    out.push(mdTable(['system', 'target', 'measured', 'verdict'], list.map((c) => [c.system, c.what, c.measured, c.met === null ? 'not measured' : c.met ? 'met' : '**missed**'])), '');
   }
   if (res.ref) beforeAfter(res, out);
   if (S.S1) s1Section(res, out, charts);

@@ -16,7 +16,7 @@ const { table, gatewayLogSummary, streamLogStats, countBy, max, mean, fmtB } = r
  */
 function s1Targets(h) {
   const out = [];
-  for (const t of h.activeTargets({ before: true })) {
+  for (const t of h.activeTargets({ before: true, scenario: 'S1' })) {
     if (!t.tidegate) {
       out.push(t);
       continue;

@@ -7,7 +7,7 @@ const { table, streamLogStats, sum, fmtB } = require('../lib/harness');
 /** Runs S2 in one chunk shape: `chunk` 'batch' (key S2) or 'event' (key S2chunk). */
 async function runShape(hn, key, p, chunk) {
   const { results } = hn;
-  const list = hn.activeTargets({ before: true });
+  const list = hn.activeTargets({ before: true, scenario: key });
   const rows = await hn.eachTarget(key, list, async (t) => {
     await hn.upCtl('/_config', { rate: 0, eventBytes: p.eventBytes, durationMs: p.maxMs, maxBytes: p.bytesPerStream, ts: false, chunk });
     const h = await hn.startTarget(t);

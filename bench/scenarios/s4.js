@@ -6,7 +6,7 @@ const { table } = require('../lib/harness');
 async function run(hn) {
   const { P, results } = hn;
   const p = P.s4;
-  const list = hn.activeTargets({ before: true });
+  const list = hn.activeTargets({ before: true, scenario: 'S4' });
   const rampBatch = 200;
   const rampDelayMs = 100;
   const rampMs = Math.ceil(p.streams / rampBatch) * rampDelayMs;
