@@ -9,7 +9,7 @@ import { idleTimeout } from '../flow/operators/idle-timeout';
 import { OperatorSubscriber, operator } from '../flow/operators/operator-subscriber';
 import { fromReadable } from '../flow/sources/readable';
 import type { FlowContext, Subscriber } from '../flow/types';
-import { readBounded } from './body-limit';
+import { readBounded } from './read-bounded';
 import { bodyIsResponse, CallSignal, expectRedirect, readCallOf, setReadCall, upstreamAgent, withClientRequest, type SizedReadCall } from './node-hooks';
 
 export { UPSTREAM_HIGH_WATER_MARK, UPSTREAM_MAX_READ_BYTES, UPSTREAM_MIN_READ_BYTES, UPSTREAM_READ_BYTES, upstreamAgent } from './node-hooks';
@@ -314,10 +314,15 @@ class UpstreamCall implements SizedReadCall {
   readBody(response: Response, maxBytes: number): Promise<Buffer> {
     const source = response.body as unknown as Readable;
     this.body = source;
-    return readBounded(source, maxBytes, (limit) => {
-      const error = new UpstreamBodyTooLargeError(response.status, limit, this.request.route);
-      this.abort(error);
-      return error;
+    return readBounded(source, {
+      maxBytes,
+      tooLarge: (limit) => {
+        const error = new UpstreamBodyTooLargeError(response.status, limit, this.request.route);
+        this.abort(error);
+        return error;
+      },
+      // Destroyed without an error (an abort elsewhere): nothing more will come.
+      closedEarly: () => new Error('upstream body closed before its end'),
     });
   }
 
