@@ -23,6 +23,7 @@ const path = require('node:path');
 const procs = require('./lib/procs');
 const { Harness, ROOT } = require('./lib/harness');
 const { buildRef, describe } = require('./lib/ref-build');
+const { staleDistFiles } = require('./lib/stale-dist');
 const { targets, autoVariants, tidegateCommand, GATEWAY_CLI, BENCH_LIMITS } = require('./targets');
 const report = require('./report');
 
@@ -120,6 +121,8 @@ async function main() {
   const t0 = Date.now();
   console.log(`tidegate bench (${results.mode}) on ${results.machine.nproc}× ${results.machine.model}, node ${results.machine.node}, fd limit ${fd.soft}/${fd.hard}; build ${results.build ? results.build.short + (results.build.dirty ? ' + uncommitted changes' : '') : 'unknown'}`);
   if (!fs.existsSync(GATEWAY_CLI)) console.log(`note: ${path.relative(ROOT, GATEWAY_CLI)} not found: tidegate runs are skipped`);
+  const stale = process.env.BENCH_GATEWAY_CLI ? [] : staleDistFiles(ROOT);
+  if (stale.length) throw Object.assign(new Error(`dist/ holds compiled files whose source is gone (${stale.slice(0, 5).join(', ')}); they shadow the current modules. Run: rm -rf dist && npm run build`), { brief: true });
   if (REF) {
     ref = buildRef(ROOT, REF);
     process.on('exit', () => ref && ref.remove()); // also after SIGINT (procs' handler exits)
@@ -167,7 +170,7 @@ async function main() {
 
 main()
   .catch((e) => {
-    console.error(e && e.stack ? e.stack : e);
+    console.error(e && e.brief ? `bench: ${e.message}` : e && e.stack ? e.stack : e);
     process.exitCode = 1;
   })
   .finally(async () => {
