@@ -49,3 +49,48 @@ export function readBounded(body: Readable, maxBytes: number, onTooLarge: (maxBy
     body.once('close', onClose);
   });
 }
+
+/**
+ * Reads at most the first `maxBytes` of `body` and resolves with them: at the end of the body, or
+ * as soon as `maxBytes` arrived (the rest is left unread; the caller releases the body). Holds at
+ * most `maxBytes` plus one chunk. A body that errors, or closes before its end, rejects.
+ */
+export function readCapped(body: Readable, maxBytes: number): Promise<Buffer> {
+  return new Promise<Buffer>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let bytes = 0;
+    const cleanup = (): void => {
+      body.off('data', onData);
+      body.off('end', onEnd);
+      body.off('error', onError);
+      body.off('close', onClose);
+      body.pause();
+    };
+    const done = (): void => {
+      cleanup();
+      const all = Buffer.concat(chunks, bytes);
+      resolve(all.length > maxBytes ? all.subarray(0, maxBytes) : all);
+    };
+    const onData = (chunk: Buffer | string): void => {
+      const buf = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+      chunks.push(buf);
+      bytes += buf.length;
+      if (bytes >= maxBytes) done();
+    };
+    const onEnd = (): void => done();
+    const onError = (err: unknown): void => {
+      cleanup();
+      reject(err);
+    };
+    const onClose = (): void => {
+      if (body.readableEnded) return;
+      cleanup();
+      reject(new Error('body closed before its end'));
+    };
+    if (maxBytes <= 0) return done();
+    body.on('data', onData);
+    body.once('end', onEnd);
+    body.once('error', onError);
+    body.once('close', onClose);
+  });
+}

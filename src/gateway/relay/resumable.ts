@@ -1,9 +1,10 @@
-import { connectSse } from '../client';
-import { SseConnectionError, SseHttpError } from '../errors';
-import { Flow } from '../flow/flow';
-import type { Subscriber, Subscription } from '../flow/types';
-import type { SseEvent } from '../sse';
-import { UpstreamHttpError, UpstreamResetError } from './errors';
+import { connectSse } from '../../client/connect-sse';
+import { SseConnectionError, SseHttpError } from '../../errors';
+import { Flow } from '../../flow/flow';
+import type { Subscriber, Subscription } from '../../flow/types';
+import type { SseEvent } from '../../sse/codec/parser';
+import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_FIRST_BYTE_TIMEOUT_MS } from '../../http/call';
+import { UpstreamHttpError, UpstreamResetError } from '../../http/errors';
 
 /** Options of {@link openResumableStream}: the upstream call, plus the reconnection budget. */
 export interface ResumableRequest {
@@ -27,6 +28,10 @@ export interface ResumableRequest {
   maxDelayMs: number;
   /** Reconnect when the upstream sent nothing for this long, ms (0: never). */
   idleTimeoutMs: number;
+  /** Each attempt's new connection must be established within this, ms (0: never; default 10000). */
+  connectTimeoutMs?: number | undefined;
+  /** Each attempt's first body byte must arrive within this, ms (0: never; default 60000). */
+  firstByteTimeoutMs?: number | undefined;
   maxEventBytes: number;
   /** The event that ends the stream (no reconnect after it). */
   isTerminal?: (event: SseEvent) => boolean;
@@ -60,6 +65,9 @@ export function openResumableStream(request: ResumableRequest): Promise<Flow<Sse
       initialDelayMs: request.initialDelayMs,
       maxDelayMs: request.maxDelayMs,
       idleTimeoutMs: request.idleTimeoutMs > 0 ? request.idleTimeoutMs : undefined,
+      // The relay's own deadlines, per attempt, through the same HTTP stack as every other route.
+      connectTimeoutMs: request.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+      firstByteTimeoutMs: request.firstByteTimeoutMs ?? DEFAULT_FIRST_BYTE_TIMEOUT_MS,
       maxEventBytes: request.maxEventBytes,
       isTerminal: request.isTerminal,
       onOpen: () => {
