@@ -74,6 +74,11 @@ export interface ConnectSseOptions {
    */
   firstByteTimeoutMs?: number | undefined;
   /**
+   * Follow a 3xx answer to the address it names (default `true`, as EventSource). `false`: a
+   * 3xx fails the stream with `SseHttpError`. A caller's own `fetch` follows its own rules.
+   */
+  followRedirects?: boolean | undefined;
+  /**
    * True for the event that ends the stream cleanly (e.g. OpenAI's `data: [DONE]`): it is delivered, then the flow
    * completes at once without reconnecting. The response body is then read to its end and dropped, so the keep-alive
    * socket goes back to the agent's pool; a response still open 1000 ms after the terminal event is aborted.
@@ -159,7 +164,12 @@ export function resolveOptions(url: string | URL, options: ConnectSseOptions): R
   const agent = typeof agentOption === 'function' ? agentOption(parsed) : agentOption;
   const transport =
     options.fetch === undefined
-      ? httpTransport({ agent, connectTimeoutMs: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, firstByteTimeoutMs: options.firstByteTimeoutMs ?? 0 })
+      ? httpTransport({
+          agent,
+          connectTimeoutMs: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+          firstByteTimeoutMs: options.firstByteTimeoutMs ?? 0,
+          followRedirects: options.followRedirects ?? true,
+        })
       : // Only node-fetch reads `agent`; a caller-supplied fetch gets one only when asked for.
         fetchTransport(options.fetch, agent);
   const lastEventId = options.lastEventId ?? '';

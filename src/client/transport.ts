@@ -43,7 +43,7 @@ export function defaultSseAgent(url: URL): http.Agent {
  * agent (or a view of the caller's `agent`), connect and first-byte timeouts, sized reads,
  * typed network errors that never carry the URL.
  */
-export function httpTransport(options: { agent: http.Agent | undefined; connectTimeoutMs: number; firstByteTimeoutMs: number }): SseTransport {
+export function httpTransport(options: { agent: http.Agent | undefined; connectTimeoutMs: number; firstByteTimeoutMs: number; followRedirects: boolean }): SseTransport {
   return (request, signal) =>
     sendUpstream({
       url: request.url.href,
@@ -54,5 +54,6 @@ export function httpTransport(options: { agent: http.Agent | undefined; connectT
       agent: options.agent,
       connectTimeoutMs: options.connectTimeoutMs,
       firstByteTimeoutMs: options.firstByteTimeoutMs,
+      followRedirects: options.followRedirects,
     });
 }

@@ -9,7 +9,7 @@ import { idleTimeout } from '../flow/operators/idle-timeout';
 import { OperatorSubscriber, operator } from '../flow/operators/operator-subscriber';
 import { fromReadable } from '../flow/sources/readable';
 import type { FlowContext, Subscriber } from '../flow/types';
-import { readBounded, readCapped } from './body-limit';
+import { readBounded } from './read-bounded';
 import { DEFAULT_MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES, UpstreamBodyTooLargeError, UpstreamResetError } from './errors';
 import { bodyIsResponse, callAgent, CallSignal, expectRedirect, readCallOf, setReadCall, withClientRequest, type SizedReadCall } from './node-hooks';
 
@@ -59,6 +59,11 @@ export interface UpstreamRequest {
    * userinfo or query a client must not see.
    */
   route?: string | undefined;
+  /**
+   * Follow a 3xx answer as node-fetch does (default `false`: a redirect rejects with
+   * {@link UpstreamRedirectError}, nothing is sent to the address it names).
+   */
+  followRedirects?: boolean | undefined;
 }
 
 /**
@@ -121,6 +126,7 @@ export class UpstreamCall implements SizedReadCall {
           // anyway is gunzipped with Z_SYNC_FLUSH rather than fed to the parser as gzip bytes.
           compress: true,
           signal: this.signal as never,
+          redirect: request.followRedirects === true ? 'follow' : 'manual',
         }),
       );
       return await pending;
@@ -147,7 +153,7 @@ export class UpstreamCall implements SizedReadCall {
       // node-fetch follows a redirect with a request of its own, sent from its 'response' listener
       // (registered after this one, run synchronously next): the agent hands that one to this
       // call too. Only a final answer is kept.
-      if (res.headers.location !== undefined && [301, 302, 303, 307, 308].includes(res.statusCode ?? 0)) {
+      if (this.request.followRedirects === true && res.headers.location !== undefined && isRedirect(res.statusCode ?? 0)) {
         expectRedirect(this.attach);
         return;
       }
@@ -225,7 +231,7 @@ export class UpstreamCall implements SizedReadCall {
     const source = response.body as unknown as Readable;
     this.body = source;
     try {
-      return (await readCapped(source, maxBytes)).toString('utf8');
+      return (await readBounded(source, { maxBytes, truncate: true, tooLarge: () => undefined })).toString('utf8');
     } catch {
       return ''; // a broken error body: the status says enough
     } finally {
@@ -241,10 +247,15 @@ export class UpstreamCall implements SizedReadCall {
   readBody(response: Response, maxBytes: number): Promise<Buffer> {
     const source = response.body as unknown as Readable;
     this.body = source;
-    return readBounded(source, maxBytes, (limit) => {
-      const error = new UpstreamBodyTooLargeError(response.status, limit, this.request.route);
-      this.abort(error);
-      return error;
+    return readBounded(source, {
+      maxBytes,
+      tooLarge: (limit) => {
+        const error = new UpstreamBodyTooLargeError(response.status, limit, this.request.route);
+        this.abort(error);
+        return error;
+      },
+      // Destroyed without an error (an abort elsewhere): nothing more will come.
+      closedEarly: () => new Error('upstream body closed before its end'),
     });
   }
 
@@ -334,3 +345,6 @@ class BodySubscriber extends OperatorSubscriber<Buffer, Buffer> {
     this.call.release();
   }
 }
+
+/** A status node-fetch follows as a redirect. */
+export const isRedirect = (status: number): boolean => status === 301 || status === 302 || status === 303 || status === 307 || status === 308;

@@ -9,12 +9,13 @@
  * | `http.Agent#addRequest` wrapper | node-fetch creates its `ClientRequest` synchronously in `fetch()` and hands it to `agent.addRequest(req, options)` | the call sees its `ClientRequest` (connect timer, response, socket) |
  * | `IncomingMessage#pipe` once | node-fetch 2 makes its body `res.pipe(new PassThrough())` | the body is the `IncomingMessage` itself (one stream less per call) |
  * | `CallSignal` | node-fetch 2 accepts a signal whose constructor is named `AbortSignal` and uses `aborted`, `add/removeEventListener('abort')` | an abort signal of under 100 bytes per call |
+ * | `Socket#destroySoon` replaced | Node's HTTP server ends a `Connection: close` response's socket with `socket.destroySoon()` | a lingering close instead of a reset while a client still uploads |
  *
  * | agent view (`callAgent`) | as the `addRequest` wrapper, on a caller's own agent | the same, without changing the caller's agent |
  *
  * The interface to the rest of the code: {@link upstreamAgent}, {@link callAgent}, {@link withClientRequest},
  * {@link expectRedirect}, {@link setReadCall} / {@link readCallOf}, {@link bodyIsResponse},
- * {@link CallSignal} and the read-size constants.
+ * {@link CallSignal}, {@link onServerClose} and the read-size constants.
  */
 import http from 'node:http';
 import https from 'node:https';
@@ -257,3 +258,13 @@ export const CallSignal = class AbortSignal {
     for (const listener of listeners) listener();
   }
 };
+
+/**
+ * Makes `close` run where Node's HTTP server would close a served connection itself: after a
+ * response sent with `Connection: close`, Node calls `socket.destroySoon()` (lib/_http_server.js
+ * `resOnFinish`), which destroys the socket once written, with a RST if request bytes are still
+ * unread. The gateway's lingering close (`gateway/admission.ts`) takes that place.
+ */
+export function onServerClose(socket: Socket, close: () => void): void {
+  (socket as { destroySoon: () => void }).destroySoon = close;
+}

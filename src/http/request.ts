@@ -1,7 +1,7 @@
 import type { Response } from 'node-fetch';
 import type { Flow } from '../flow/flow';
-import { UpstreamCall, type CallRequest, type UpstreamRequest } from './call';
-import { DEFAULT_MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES, UpstreamHttpError, UpstreamNotStreamError } from './errors';
+import { isRedirect, UpstreamCall, type CallRequest, type UpstreamRequest } from './call';
+import { DEFAULT_MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES, UpstreamHttpError, UpstreamNotStreamError, UpstreamRedirectError } from './errors';
 import { retryAfterMs } from './retry';
 
 export { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_FIRST_BYTE_TIMEOUT_MS } from './call';
@@ -59,6 +59,7 @@ export interface UpstreamBody {
 export async function openUpstreamStream(request: UpstreamRequest): Promise<UpstreamStream> {
   const call = new UpstreamCall(request);
   const response = await call.send({ accept: 'text/event-stream' });
+  refuseRedirect(call, response);
   const contentType = response.headers.get('content-type') ?? undefined;
   if (response.ok && !contentType?.startsWith('text/event-stream')) {
     call.release();
@@ -70,6 +71,13 @@ export async function openUpstreamStream(request: UpstreamRequest): Promise<Upst
   }
   const body = call.streamBody(response);
   return { response, body, bufferedBytes: () => call.bufferedBytes(), readsSized: () => call.readsSized() };
+}
+
+/** A 3xx answer the call was not told to follow ends it with {@link UpstreamRedirectError}, its body unread. */
+function refuseRedirect(call: UpstreamCall, response: Response): void {
+  if (!isRedirect(response.status) || call.request.followRedirects === true) return;
+  call.release();
+  throw new UpstreamRedirectError(response.status, call.request.route);
 }
 
 /**
@@ -85,6 +93,7 @@ export async function openUpstreamStream(request: UpstreamRequest): Promise<Upst
 export async function fetchUpstream(request: UpstreamRequest): Promise<UpstreamBody> {
   const call = new UpstreamCall(request);
   const response = await call.send({ accept: 'application/json' });
+  refuseRedirect(call, response);
   call.firstByte();
   const contentType = response.headers.get('content-type') ?? undefined;
   try {
@@ -129,6 +138,7 @@ export interface UpstreamAnswer {
  * `first`), the signal's abort reason when aborted.
  */
 export async function sendUpstream(request: CallRequest): Promise<UpstreamAnswer> {
+  // A 3xx not followed is an answer like any other: the caller maps it.
   const call = new UpstreamCall(request);
   const response: Response = await call.send({});
   return {

@@ -98,6 +98,8 @@ async function resumableEvents(stream: StreamContext, request: UpstreamRequest):
     idleTimeoutMs: route.timeouts.idleMs,
     connectTimeoutMs: request.connectTimeoutMs,
     firstByteTimeoutMs: request.firstByteTimeoutMs,
+    followRedirects: request.followRedirects,
+    route: request.route,
     maxEventBytes: route.policy.maxEventBytes,
     isTerminal: terminator ? (e) => (terminator.event ?? e.type) === e.type && (terminator.data ?? e.data) === e.data : undefined,
   }).catch((err: unknown) => {
