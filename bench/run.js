@@ -22,7 +22,7 @@ const os = require('node:os');
 const path = require('node:path');
 const procs = require('./lib/procs');
 const { Harness, ROOT } = require('./lib/harness');
-const { buildRef, describe } = require('./lib/ref-build');
+const { buildRef, describe, nativeAddon } = require('./lib/ref-build');
 const { staleDistFiles } = require('./lib/stale-dist');
 const { targets, autoVariants, tidegateCommand, GATEWAY_CLI, BENCH_LIMITS } = require('./targets');
 const report = require('./report');
@@ -93,7 +93,7 @@ const results = {
   mode: QUICK ? 'quick' : 'full',
   startedAt: new Date().toISOString(),
   command: ['npm run bench', ...(QUICK ? [':quick'] : [])].join('') + (argv.filter((a) => a !== '--quick').length ? ` -- ${argv.filter((a) => a !== '--quick').join(' ')}` : ''),
-  build: describe(ROOT),
+  build: { ...describe(ROOT), nativeAddon: nativeAddon(ROOT) },
   ref: null,
   variants: [...VARIANTS, ...autoVariants()],
   machine: machineInfo(),
@@ -126,7 +126,7 @@ async function main() {
   if (REF) {
     ref = buildRef(ROOT, REF);
     process.on('exit', () => ref && ref.remove()); // also after SIGINT (procs' handler exits)
-    results.ref = { rev: ref.rev, commit: ref.commit, short: ref.short, subject: ref.subject, install: ref.install, buildS: ref.buildS };
+    results.ref = { rev: ref.rev, commit: ref.commit, short: ref.short, subject: ref.subject, install: ref.install, nativeAddon: ref.nativeAddon, buildS: ref.buildS };
     console.log(`before: ${ref.short} ${ref.subject} (built in ${ref.buildS.toFixed(0)} s, ${ref.install})`);
   }
   const cmd = tidegateCommand({ port: 'PORT', upstreamUrl: 'http://127.0.0.1:UPSTREAM', policy: {} });

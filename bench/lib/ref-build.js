@@ -12,6 +12,13 @@ function git(root, args) {
   return execFileSync('git', ['-C', root, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
 }
 
+/** Whether a checkout's socket-options addon is built: true, false, or null (it has none). */
+function nativeAddon(root) {
+  const dir = path.join(root, 'native/socket-options');
+  if (!fs.existsSync(dir)) return null;
+  return fs.existsSync(path.join(dir, 'build/Release/socket_options.node'));
+}
+
 /** The commit and state of a checkout: {commit, short, subject, dirty}, or null outside git. */
 function describe(root, rev = 'HEAD') {
   try {
@@ -90,9 +97,12 @@ function buildRef(root, rev, log = (m) => process.stderr.write(m + '\n')) {
       install = npmCi(); // the linked modules did not build it
       tsc();
     }
+    // Its native addon, when it has one (the script never fails; without it the gateway runs unbounded).
+    const scripts = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')).scripts || {};
+    if (scripts['build:native']) execFileSync('npm', ['run', 'build:native'], { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'], timeout: 600000 });
     const cli = path.join(dir, 'dist/gateway/cli.js');
     if (!fs.existsSync(cli)) throw new Error(`--ref ${rev}: built, but ${path.relative(dir, cli)} is missing`);
-    return { rev, ...info, dir, cli, install, buildS: (Date.now() - t0) / 1000, remove };
+    return { rev, ...info, dir, cli, install, nativeAddon: nativeAddon(dir), buildS: (Date.now() - t0) / 1000, remove };
   } catch (e) {
     remove();
     const out = e.stdout || e.stderr ? `${e.stdout || ''}${e.stderr || ''}`.slice(-2000) : e.message;
@@ -100,4 +110,4 @@ function buildRef(root, rev, log = (m) => process.stderr.write(m + '\n')) {
   }
 }
 
-module.exports = { buildRef, describe };
+module.exports = { buildRef, describe, nativeAddon };

@@ -51,6 +51,8 @@ function header(res, out) {
     runs.push([`${key} (repeated)`, o.date, o.commit, o.mode, `\`${sr.command}\``, `${f((sr.durationS || 0) / 60, 0)} min`]);
   }
   out.push(mdTable(['figures', 'date', 'commit', 'mode', 'command', 'duration'], runs), '');
+  const addon = (v) => (v === true ? 'built' : v === false ? '**not built** (kernel queues unbounded)' : 'none in this revision');
+  if (res.build && res.build.nativeAddon !== undefined) out.push(`Socket-options addon (\`TCP_NOTSENT_LOWAT\`): ${addon(res.build.nativeAddon)}${res.ref && res.ref.nativeAddon !== undefined ? `; in the "(before)" build: ${addon(res.ref.nativeAddon)}` : ''}.`, '');
   out.push(`Machine: ${m.nproc} × ${m.model}, ${m.memGb} GiB RAM, Linux ${m.kernel}, Node.js ${m.node}, open-file limit ${m.fdHard}; load average ${(m.loadavgStart || []).join(' / ')} at the start, ${(m.loadavgEnd || []).join(' / ')} at the end.`, '');
   if (res.mode === 'quick') out.push('> A quick run: smaller and shorter scenarios that check the harness. Its figures are not comparable with a full run\'s.', '');
   for (const note of res.notes || []) out.push(`> ${note}`, '');
