@@ -13,7 +13,7 @@ import { readBounded } from './body-limit';
 import { bodyIsResponse, CallSignal, expectRedirect, readCallOf, setReadCall, upstreamAgent, withClientRequest, type SizedReadCall } from './node-hooks';
 
 export { UPSTREAM_HIGH_WATER_MARK, UPSTREAM_MAX_READ_BYTES, UPSTREAM_MIN_READ_BYTES, UPSTREAM_READ_BYTES, upstreamAgent } from './node-hooks';
-import { DEFAULT_MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES, UpstreamBodyTooLargeError, UpstreamHttpError, UpstreamNotStreamError, UpstreamRedirectError, UpstreamResetError } from './errors';
+import { DEFAULT_MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES, UpstreamBodyTooLargeError, UpstreamHttpError, UpstreamNotStreamError, UpstreamRedirectError, UpstreamResetError, UpstreamUnreachableError, UNREACHABLE_ERRNOS } from './errors';
 
 /** Default time to first byte of the upstream body, ms: models think before they speak. */
 export const DEFAULT_FIRST_BYTE_TIMEOUT_MS = 60_000;
@@ -356,8 +356,12 @@ class UpstreamCall implements SizedReadCall {
     const code = typeof e?.code === 'string' && e.code !== 'FETCH_ERROR' ? e.code : typeof e?.errno === 'string' ? e.errno : 'connection error';
     const status = this.incoming?.statusCode;
     // Before the status line the route says which upstream; a break mid-body reads the same on every route.
-    const message = status === undefined ? `upstream${this.request.route === undefined ? '' : ` for route ${this.request.route}`} unreachable (${code})` : `upstream connection broke after HTTP ${status} (${code})`;
-    return new UpstreamResetError(message, { cause: err, status });
+    const errno = code === 'connection error' ? undefined : code;
+    if (status === undefined && errno !== undefined && UNREACHABLE_ERRNOS.has(errno)) {
+      return new UpstreamUnreachableError(`upstream${this.request.route === undefined ? '' : ` for route ${this.request.route}`} unreachable (${code})`, { cause: err, errno });
+    }
+    const message = status === undefined ? `upstream${this.request.route === undefined ? '' : ` for route ${this.request.route}`} connection failed (${code})` : `upstream connection broke after HTTP ${status} (${code})`;
+    return new UpstreamResetError(message, { cause: err, status, errno });
   }
 
   /** Stops the timers and detaches from the caller's signal; aborts the request unless it ended cleanly (`abort: false` keeps the socket for reuse). */
