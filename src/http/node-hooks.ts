@@ -9,14 +9,21 @@
  * | `http.Agent#addRequest` wrapper | node-fetch creates its `ClientRequest` synchronously in `fetch()` and hands it to `agent.addRequest(req, options)` | the call sees its `ClientRequest` (connect timer, response, socket) |
  * | `IncomingMessage#pipe` once | node-fetch 2 makes its body `res.pipe(new PassThrough())` | the body is the `IncomingMessage` itself (one stream less per call) |
  * | `CallSignal` | node-fetch 2 accepts a signal whose constructor is named `AbortSignal` and uses `aborted`, `add/removeEventListener('abort')` | an abort signal of under 100 bytes per call |
+ * | `socketFd` | `net.Socket#_handle.fd` (a TLS socket's: `_handle._parent.fd`) | the descriptor the socket options addon works on |
+ * | `createConnection` on the upstream agents | `http.Agent` opens each socket through its `createConnection(options, callback)` | the upstream socket's receive buffer is bounded before the request is written |
+ * | `Socket#destroySoon` replaced | Node's HTTP server ends a `Connection: close` response's socket with `socket.destroySoon()` | a lingering close instead of a reset while a client still uploads |
  *
- * The interface to the rest of the code: {@link upstreamAgent}, {@link withClientRequest},
+ * | agent view (`callAgent`) | as the `addRequest` wrapper, on a caller's own agent | the same, without changing the caller's agent |
+ *
+ * The interface to the rest of the code: {@link upstreamAgent}, {@link callAgent}, {@link withClientRequest},
  * {@link expectRedirect}, {@link setReadCall} / {@link readCallOf}, {@link bodyIsResponse},
- * {@link CallSignal} and the read-size constants.
+ * {@link CallSignal}, {@link onServerClose}, {@link socketFd}, {@link setUpstreamReceiveBytes}
+ * and the read-size constants.
  */
 import http from 'node:http';
 import https from 'node:https';
-import type { Socket } from 'node:net';
+import net, { type Socket } from 'node:net';
+import { setSocketOption } from './socket-options';
 
 /**
  * Bytes libuv reads from an upstream socket at once (plain HTTP) unless the call sets
@@ -162,19 +169,67 @@ function connectionOptions(options: unknown): unknown {
   return out;
 }
 
+/**
+ * The descriptor of a connected socket (`undefined` before it connects, once it closed, on
+ * Windows, or for a socket that is not TCP). Node exposes none: `_handle.fd`, or for a TLS
+ * socket the TCP handle under its `TLSWrap` (`_handle._parent.fd`).
+ */
+export function socketFd(socket: Socket): number | undefined {
+  const handle = (socket as unknown as { _handle?: { fd?: unknown; _parent?: { fd?: unknown } } | null })._handle;
+  const fd = typeof handle?.fd === 'number' ? handle.fd : handle?._parent?.fd;
+  return typeof fd === 'number' && fd >= 0 ? fd : undefined;
+}
+
+/** `SO_RCVBUF` for new upstream sockets, bytes; 0 leaves the kernel's autotuning. */
+let upstreamReceiveBytes = 0;
+
+/**
+ * Bounds the kernel's receive queue of every upstream socket opened from now on (`SO_RCVBUF`,
+ * bytes; 0, the default, leaves the kernel's autotuning, up to `net.ipv4.tcp_rmem`'s maximum).
+ * A paused upstream then leaves at most about this much unread in the kernel (Linux counts
+ * the buffer twice over for its own overhead). Set when the socket connects, before the request
+ * is written, so the upstream sends nothing before it holds; the window scale was already
+ * chosen from `tcp_rmem`, so the window can still grow later. Needs the socket options addon
+ * (see `socket-options.ts`); without it this does nothing.
+ */
+export function setUpstreamReceiveBytes(bytes: number): void {
+  upstreamReceiveBytes = Math.max(0, Math.floor(bytes));
+}
+
+/** The current {@link setUpstreamReceiveBytes} setting, bytes. */
+export function upstreamReceiveBytesSetting(): number {
+  return upstreamReceiveBytes;
+}
+
+type ConnectionFactory = { createConnection(...args: unknown[]): unknown };
+
+/** Bounds each socket the agent opens (its `createConnection`, net's or tls's) once it connects. */
+function boundedReceive<A extends http.Agent>(agent: A): A {
+  const internals = agent as unknown as ConnectionFactory;
+  const createConnection = internals.createConnection;
+  internals.createConnection = function (this: http.Agent, ...args: unknown[]): unknown {
+    const socket = createConnection.apply(this, args);
+    const bytes = upstreamReceiveBytes;
+    if (bytes > 0 && socket instanceof net.Socket) socket.once('connect', () => setSocketOption(socket, 'receiveBuffer', bytes));
+    return socket;
+  };
+  return agent;
+}
+
 /** Keep-alive agents used only for upstream calls, separate from any other HTTP use. */
 const agents = {
-  http: hooked(
+  http: boundedReceive(hooked(
     new http.Agent({
       keepAlive: true,
       maxSockets: Infinity,
       // Passed to net.createConnection(): the socket's read path (above) and its high-water mark.
       ...({ readableHighWaterMark: UPSTREAM_HIGH_WATER_MARK, onread: { buffer: nextReadBuffer, callback: onUpstreamRead } } as object),
     }),
-  ),
+  )),
   // tls.connect() takes `highWaterMark` (both directions); its `onread` is left alone.
-  https: hooked(new https.Agent({ keepAlive: true, maxSockets: Infinity, ...({ highWaterMark: UPSTREAM_HIGH_WATER_MARK } as object) })),
+  https: boundedReceive(hooked(new https.Agent({ keepAlive: true, maxSockets: Infinity, ...({ highWaterMark: UPSTREAM_HIGH_WATER_MARK } as object) }))),
 };
+
 
 /**
  * node-fetch 2 hands out `res.pipe(new PassThrough())` as the body: one more stream with 16 KiB
@@ -192,6 +247,35 @@ export function bodyIsResponse(res: http.IncomingMessage): void {
 /** Picks the keep-alive agent for a URL. */
 export function upstreamAgent(url: URL): http.Agent {
   return url.protocol === 'https:' ? agents.https : agents.http;
+}
+
+/** Hooked views of callers' own agents, one per agent. */
+const views = new WeakMap<http.Agent, http.Agent>();
+
+/**
+ * The agent a call sends through: {@link upstreamAgent} for the URL, or, for a caller's own
+ * `agent`, a view of it (`Object.create(agent)`) whose `addRequest` lets the call see its
+ * `ClientRequest` (connect timer, response) and then hands the request to the caller's agent
+ * itself: its pool, sockets and options stay the caller's, and the caller's object is not
+ * changed. Reads of such sockets are not sized (that is the upstream agent's `onread`).
+ * Relies on `ClientRequest` calling nothing of its agent but `addRequest` and reading a few
+ * properties (`defaultPort`, `protocol`, `keepAlive`, `maxSockets`), which the view inherits.
+ */
+export function callAgent(url: URL, agent?: http.Agent): http.Agent {
+  if (agent === undefined) return upstreamAgent(url);
+  let view = views.get(agent);
+  if (view === undefined) {
+    const target = agent as unknown as AgentInternals;
+    view = Object.create(agent) as http.Agent;
+    (view as unknown as AgentInternals).addRequest = (req: http.ClientRequest, options: unknown): void => {
+      const onRequest = sendingCall;
+      sendingCall = undefined;
+      onRequest?.(req);
+      target.addRequest.call(agent, req, options);
+    };
+    views.set(agent, view);
+  }
+  return view;
 }
 
 /**
@@ -226,3 +310,13 @@ export const CallSignal = class AbortSignal {
     for (const listener of listeners) listener();
   }
 };
+
+/**
+ * Makes `close` run where Node's HTTP server would close a served connection itself: after a
+ * response sent with `Connection: close`, Node calls `socket.destroySoon()` (lib/_http_server.js
+ * `resOnFinish`), which destroys the socket once written, with a RST if request bytes are still
+ * unread. The gateway's lingering close (`gateway/admission.ts`) takes that place.
+ */
+export function onServerClose(socket: Socket, close: () => void): void {
+  (socket as { destroySoon: () => void }).destroySoon = close;
+}

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { API_SPECS, DEFAULT_APIS, inferApi, ROUTE_APIS, type RouteApi } from './apis';
+import { resolveResume, resumeSchema, type ResumeSettings } from '../resume/settings';
 import { headerName } from './fields';
 import type { GatewayConfig } from './schema';
 import { DEFAULT_POLICY, DEFAULT_RETRY, DEFAULT_TIMEOUTS, policyShape, retryShape, timeoutsShape, type RetrySettings, type StreamPolicy, type UpstreamTimeouts } from './stream';
@@ -37,6 +38,11 @@ export const routeSchema = z.object({
   resumable: z.boolean().default(false),
   /** Passthrough only: the event that ends the stream; EOF without it is ERR_TIDEGATE_UPSTREAM_TRUNCATED. */
   terminator: z.object({ event: z.string().optional(), data: z.string().optional() }).optional(),
+  /**
+   * Resumable streams (docs/resume.md): `true`, or `{ store, windowBytes, lingerMs, retentionMs }`
+   * (defaults `memory`, 1 MiB, 30 s, 5 min). Off when absent.
+   */
+  resume: resumeSchema.optional(),
   policy: z.object(policyShape).partial().strict().default({}),
   timeouts: z.object(timeoutsShape).partial().strict().default({}),
   retry: z.object(retryShape).partial().strict().default({}),
@@ -67,6 +73,8 @@ export interface ResolvedRoute {
   stream: boolean;
   resumable: boolean;
   terminator: { event?: string | undefined; data?: string | undefined } | undefined;
+  /** Resume settings; `undefined` when the route's streams are not resumable. */
+  resume: ResumeSettings | undefined;
   policy: StreamPolicy;
   timeouts: UpstreamTimeouts;
   retry: RetrySettings;
@@ -111,6 +119,7 @@ function resolveRoute(config: GatewayConfig, r: RouteConfig, api: RouteApi, upst
     stream: r.stream,
     resumable: r.resumable,
     terminator: r.terminator,
+    resume: resolveResume(r.resume),
     policy: { ...DEFAULT_POLICY, ...config.stream, ...r.policy },
     timeouts: { ...DEFAULT_TIMEOUTS, ...config.timeouts, ...r.timeouts },
     retry: { ...DEFAULT_RETRY, ...config.retry, ...r.retry },
