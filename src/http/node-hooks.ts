@@ -13,7 +13,9 @@
  * | `createConnection` on the upstream agents | `http.Agent` opens each socket through its `createConnection(options, callback)` | the upstream socket's receive buffer is bounded before the request is written |
  * | `Socket#destroySoon` replaced | Node's HTTP server ends a `Connection: close` response's socket with `socket.destroySoon()` | a lingering close instead of a reset while a client still uploads |
  *
- * The interface to the rest of the code: {@link upstreamAgent}, {@link withClientRequest},
+ * | agent view (`callAgent`) | as the `addRequest` wrapper, on a caller's own agent | the same, without changing the caller's agent |
+ *
+ * The interface to the rest of the code: {@link upstreamAgent}, {@link callAgent}, {@link withClientRequest},
  * {@link expectRedirect}, {@link setReadCall} / {@link readCallOf}, {@link bodyIsResponse},
  * {@link CallSignal}, {@link onServerClose}, {@link socketFd}, {@link setUpstreamReceiveBytes}
  * and the read-size constants.
@@ -255,6 +257,35 @@ export function bodyIsResponse(res: http.IncomingMessage): void {
 /** Picks the keep-alive agent for a URL. */
 export function upstreamAgent(url: URL): http.Agent {
   return url.protocol === 'https:' ? agents.https : agents.http;
+}
+
+/** Hooked views of callers' own agents, one per agent. */
+const views = new WeakMap<http.Agent, http.Agent>();
+
+/**
+ * The agent a call sends through: {@link upstreamAgent} for the URL, or, for a caller's own
+ * `agent`, a view of it (`Object.create(agent)`) whose `addRequest` lets the call see its
+ * `ClientRequest` (connect timer, response) and then hands the request to the caller's agent
+ * itself: its pool, sockets and options stay the caller's, and the caller's object is not
+ * changed. Reads of such sockets are not sized (that is the upstream agent's `onread`).
+ * Relies on `ClientRequest` calling nothing of its agent but `addRequest` and reading a few
+ * properties (`defaultPort`, `protocol`, `keepAlive`, `maxSockets`), which the view inherits.
+ */
+export function callAgent(url: URL, agent?: http.Agent): http.Agent {
+  if (agent === undefined) return upstreamAgent(url);
+  let view = views.get(agent);
+  if (view === undefined) {
+    const target = agent as unknown as AgentInternals;
+    view = Object.create(agent) as http.Agent;
+    (view as unknown as AgentInternals).addRequest = (req: http.ClientRequest, options: unknown): void => {
+      const onRequest = sendingCall;
+      sendingCall = undefined;
+      onRequest?.(req);
+      target.addRequest.call(agent, req, options);
+    };
+    views.set(agent, view);
+  }
+  return view;
 }
 
 /**
