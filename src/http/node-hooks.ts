@@ -8,15 +8,18 @@
  * | net `onread` (shared buffer, sized per call) | `net.Socket` option `onread: { buffer(), callback }` | pause stops reading at once; read sizes follow the budget |
  * | `http.Agent#addRequest` wrapper | node-fetch creates its `ClientRequest` synchronously in `fetch()` and hands it to `agent.addRequest(req, options)` | the call sees its `ClientRequest` (connect timer, response, socket) |
  * | `IncomingMessage#pipe` once | node-fetch 2 makes its body `res.pipe(new PassThrough())` | the body is the `IncomingMessage` itself (one stream less per call) |
+ * | parser body callbacks off ({@link bypassBodyCallbacks}) | Node's HTTP parser looks its `kOnBody` callback up per chunk and skips a non-function; `kOnMessageComplete` runs before the response ends | a body costs one push per socket read, not one native copy and JS call per HTTP chunk |
  * | `CallSignal` | node-fetch 2 accepts a signal whose constructor is named `AbortSignal` and uses `aborted`, `add/removeEventListener('abort')` | an abort signal of under 100 bytes per call |
  *
  * The interface to the rest of the code: {@link upstreamAgent}, {@link withClientRequest},
  * {@link expectRedirect}, {@link setReadCall} / {@link readCallOf}, {@link bodyIsResponse},
+ * {@link bypassBodyCallbacks},
  * {@link CallSignal} and the read-size constants.
  */
 import http from 'node:http';
 import https from 'node:https';
 import type { Socket } from 'node:net';
+import { BodyFraming } from './body-framing';
 
 /**
  * Bytes libuv reads from an upstream socket at once (plain HTTP) unless the call sets
@@ -71,7 +74,16 @@ let lastReadSocket: ReadSized | undefined;
  */
 function onUpstreamRead(this: Socket, nread: number, buffer: Uint8Array): boolean {
   lastReadSocket = this;
-  this.emit('data', Buffer.from(buffer.buffer, buffer.byteOffset, nread));
+  const bytes = Buffer.from(buffer.buffer, buffer.byteOffset, nread);
+  readingSocket = this;
+  readingBytes = bytes;
+  try {
+    this.emit('data', bytes);
+  } finally {
+    readingSocket = undefined;
+    readingBytes = undefined;
+  }
+  (this as Bypassed)[kBypass]?.afterRead(bytes);
   return true;
 }
 
@@ -226,3 +238,171 @@ export const CallSignal = class AbortSignal {
     for (const listener of listeners) listener();
   }
 };
+
+/** The socket and bytes of the read being handed to the HTTP parser now (inside `onUpstreamRead`'s emit). */
+let readingSocket: Socket | undefined;
+let readingBytes: Buffer | undefined;
+
+const kBypass = Symbol('tidegate.bodyBypass');
+type Bypassed = Socket & { [kBypass]?: BodyBypass | undefined; parser?: ParserInternals | null };
+/** The parts of Node's `HTTPParser` (lib/_http_common.js) the bypass touches. */
+type ParserInternals = Record<number, unknown> & { incoming: http.IncomingMessage | null };
+type ResponseInternals = http.IncomingMessage & { _dumped?: boolean; req?: http.ClientRequest };
+
+/** The parser's callback slots (`HTTPParser.kOnBody`, `kOnMessageComplete`), found once by the names Node gives its callbacks. */
+let slots: { body: number; complete: number; onBody: unknown } | null | undefined;
+function parserSlots(parser: ParserInternals): typeof slots {
+  if (slots !== undefined) return slots;
+  let body = -1;
+  let complete = -1;
+  for (let i = 0; i < 16; i++) {
+    const f = parser[i];
+    if (typeof f !== 'function') continue;
+    if (f.name === 'parserOnBody') body = i;
+    else if (f.name === 'parserOnMessageComplete') complete = i;
+  }
+  slots = body < 0 || complete < 0 ? null : { body, complete, onBody: parser[body] };
+  return slots;
+}
+
+/**
+ * Takes the body of `res` off Node's HTTP parser callbacks: the parser goes on framing every
+ * byte (chunk sizes, the end of the body, keep-alive, errors), but with its `kOnBody` slot empty
+ * it no longer copies each HTTP chunk into a Buffer and calls into JS for it. After each socket
+ * read, {@link BodyFraming} picks that read's body bytes out of the read buffer, and the response
+ * gets them as one chunk (one `push()`, one `'data'`). An LLM server writes one event per HTTP
+ * chunk, often a hundred to a read: this makes them cost one pass through the relay.
+ *
+ * Only where every byte is known: a response whose head arrived whole at the start of the read
+ * being parsed (status and header count checked against the parser's), over a socket that reads
+ * through {@link onUpstreamRead}, with a `chunked` or `Content-Length` body. Otherwise returns
+ * `false` and the parser delivers the body as before. Must be called from the request's
+ * `'response'` listener. `onRead` is called after each read's bytes were pushed.
+ *
+ * The parser's slots are restored when the body ends, and when the socket closes (the parser
+ * then goes back to Node's pool).
+ */
+export function bypassBodyCallbacks(res: http.IncomingMessage, onRead?: () => void): boolean {
+  const socket = res.socket as Bypassed | null;
+  const bytes = readingBytes;
+  if (socket === null || socket !== readingSocket || bytes === undefined || socket[kBypass] !== undefined) return false;
+  const parser = socket.parser;
+  if (parser == null || parser.incoming !== res) return false;
+  const found = parserSlots(parser);
+  if (found == null || parser[found.body] !== found.onBody) return false;
+  const status = res.statusCode ?? 0;
+  if ((res as ResponseInternals).req?.method === 'HEAD' || status < 200 || status === 204 || status === 304) return false;
+  const framing = framingOf(res);
+  if (framing === undefined) return false;
+  const bodyStart = headEnd(bytes, res);
+  if (bodyStart < 0) return false;
+  socket[kBypass] = new BodyBypass(socket, parser, res, framing, bodyStart, found, onRead);
+  return true;
+}
+
+/** The body's framing from its headers: chunked, or a `Content-Length`; `undefined` for anything else. */
+function framingOf(res: http.IncomingMessage): BodyFraming | undefined {
+  const te = res.headers['transfer-encoding'];
+  if (te !== undefined) return te.trim().toLowerCase() === 'chunked' ? new BodyFraming(undefined) : undefined;
+  const cl = res.headers['content-length'];
+  return cl !== undefined && /^\d{1,15}$/.test(cl) ? new BodyFraming(Number(cl)) : undefined;
+}
+
+const HEAD_END = Buffer.from('\r\n\r\n');
+const BARE_LF = /(^|[^\r])\n/;
+
+/**
+ * Where the body of `res` starts in `bytes`, a read that starts with its head (after any 1xx
+ * heads); -1 unless the head found there is the one the parser read: same status, same number
+ * of header lines, CRLF line ends only.
+ */
+function headEnd(bytes: Buffer, res: http.IncomingMessage): number {
+  let pos = 0;
+  for (;;) {
+    if (bytes.toString('latin1', pos, pos + 7) !== 'HTTP/1.') return -1;
+    const end = bytes.indexOf(HEAD_END, pos);
+    if (end === -1) return -1;
+    const head = bytes.toString('latin1', pos, end);
+    if (BARE_LF.test(head)) return -1;
+    const status = Number(head.slice(9, 12));
+    if (status >= 100 && status < 200) {
+      pos = end + 4;
+      continue;
+    }
+    const headerLines = head.split('\r\n').length - 1;
+    return status === res.statusCode && headerLines * 2 === res.rawHeaders.length ? end + 4 : -1;
+  }
+}
+
+/** One response whose body bypasses the parser's callbacks (see {@link bypassBodyCallbacks}). */
+class BodyBypass {
+  /** Where the undecoded bytes of the read being parsed start. */
+  private from: number;
+
+  constructor(
+    private readonly socket: Bypassed,
+    private readonly parser: ParserInternals,
+    private readonly res: ResponseInternals,
+    private readonly framing: BodyFraming,
+    bodyStart: number,
+    private readonly found: NonNullable<typeof slots>,
+    private readonly onRead: (() => void) | undefined,
+  ) {
+    this.from = bodyStart;
+    parser[found.body] = undefined;
+    this.original = parser[found.complete] as (this: ParserInternals) => unknown;
+    parser[found.complete] = this.onMessageComplete;
+    socket.once('close', this.restore);
+  }
+
+  private readonly original: (this: ParserInternals) => unknown;
+
+  /** After the parser went through a read: its body bytes, one push. */
+  afterRead(bytes: Buffer): void {
+    this.push(bytes);
+    this.from = 0;
+    const { framing, res } = this;
+    // The parser frames the same bytes: a disagreement would lose data, so it breaks the response.
+    if (framing.failure !== undefined) this.break(`upstream body framing not understood (${framing.failure})`);
+    else if (framing.done && !res.complete) this.break('upstream body ended before its message did');
+    this.onRead?.();
+  }
+
+  /** The parser's `kOnMessageComplete`: the rest of the body first, then Node's own handling. */
+  private readonly onMessageComplete = (): unknown => {
+    const bytes = readingSocket === this.socket ? readingBytes : undefined;
+    if (bytes !== undefined) this.push(bytes);
+    this.restore();
+    if (!this.framing.done) this.res.destroy(Object.assign(new Error('upstream message ended before its body did'), { code: 'ECONNRESET' }));
+    this.onRead?.();
+    return this.original.call(this.parser);
+  };
+
+  /** Decodes the read's body bytes from where it stopped and pushes them as one chunk. */
+  private push(bytes: Buffer): void {
+    const from = this.from;
+    const n = this.framing.decode(bytes, from, bytes.length);
+    this.from = bytes.length;
+    const { res } = this;
+    if (n === 0 || this.parser.incoming !== res || res._dumped === true || res.destroyed) return;
+    const body = Buffer.allocUnsafe(n);
+    body.set(bytes.subarray(from, from + n));
+    // As Node's parserOnBody: a full response stops reading its socket until it is read.
+    if (!res.push(body)) this.socket.pause();
+  }
+
+  private break(reason: string): void {
+    this.restore();
+    if (!this.socket.destroyed) this.socket.destroy(Object.assign(new Error(reason), { code: 'ECONNRESET' }));
+  }
+
+  /** Gives the parser its callbacks back (it may serve another response next). */
+  private readonly restore = (): void => {
+    const { parser, found, socket } = this;
+    if (socket[kBypass] !== this) return;
+    socket[kBypass] = undefined;
+    socket.off('close', this.restore);
+    parser[found.body] = found.onBody;
+    if (parser[found.complete] === this.onMessageComplete) parser[found.complete] = this.original;
+  };
+}

@@ -10,7 +10,7 @@ import { OperatorSubscriber, operator } from '../flow/operators/operator-subscri
 import { fromReadable } from '../flow/sources/readable';
 import type { FlowContext, Subscriber } from '../flow/types';
 import { readBounded } from './body-limit';
-import { bodyIsResponse, CallSignal, expectRedirect, readCallOf, setReadCall, upstreamAgent, withClientRequest, type SizedReadCall } from './node-hooks';
+import { bodyIsResponse, bypassBodyCallbacks, CallSignal, expectRedirect, readCallOf, setReadCall, upstreamAgent, withClientRequest, type SizedReadCall } from './node-hooks';
 
 export { UPSTREAM_HIGH_WATER_MARK, UPSTREAM_MAX_READ_BYTES, UPSTREAM_MIN_READ_BYTES, UPSTREAM_READ_BYTES, upstreamAgent } from './node-hooks';
 import { DEFAULT_MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES, UpstreamBodyTooLargeError, UpstreamHttpError, UpstreamNotStreamError, UpstreamResetError } from './errors';
@@ -247,13 +247,16 @@ class UpstreamCall implements SizedReadCall {
       const sized = this.request.readBytes !== undefined && !(socket as Partial<TLSSocket>).encrypted;
       const observed = this.request.onRead !== undefined;
       if (sized) setReadCall(socket, this);
-      // After the HTTP parser's own 'data' listener: the bytes are in the response by then.
-      if (observed) socket.on('data', this.onSocketData);
-      if (!sized && !observed) return;
+      // One push per socket read instead of one per HTTP chunk; it calls onRead once pushed.
+      const bypassed = bypassBodyCallbacks(res, observed ? this.onSocketData : undefined);
+      // Else after the HTTP parser's own 'data' listener: the bytes are in the response by then.
+      const listening = observed && !bypassed;
+      if (listening) socket.on('data', this.onSocketData);
+      if (!sized && !listening) return;
       // The socket outlives the response (keep-alive): both go once the response is over.
       const off = (): void => {
         if (readCallOf(socket) === this) setReadCall(socket, undefined);
-        if (observed) socket.off('data', this.onSocketData);
+        if (listening) socket.off('data', this.onSocketData);
       };
       res.once('end', off);
       res.once('close', off);

@@ -1,0 +1,145 @@
+/**
+ * The framing of an HTTP/1.1 response body (RFC 9112 §6–7), I/O-free: which bytes of the raw
+ * connection are body. Used where the upstream client reads a body itself, a whole socket read
+ * at a time, instead of receiving it one HTTP chunk at a time from Node's parser (see
+ * `bypassBodyCallbacks` in node-hooks.ts). The parser still runs over the same bytes and stays the
+ * judge of framing errors; this decoder only has to agree with it on valid input, and is at least
+ * as lenient (a chunk-size line may carry anything after its digits, a bare LF ends a line).
+ */
+export class BodyFraming {
+  /** The body ended (the last chunk and its trailers, or `Content-Length` bytes). */
+  done = false;
+  /** Why the bytes are not a body this decoder understands; set once, then it decodes nothing. */
+  failure: string | undefined;
+  private state: State;
+  /** Body bytes left in the current chunk (or of `Content-Length`). */
+  private remaining: number;
+  private sizeDigits = 0;
+
+  /**
+   * @param contentLength the body's `Content-Length` in bytes, or `undefined` for a
+   *   `Transfer-Encoding: chunked` body.
+   */
+  constructor(contentLength: number | undefined) {
+    this.state = contentLength === undefined ? State.SizeStart : State.Length;
+    this.remaining = contentLength ?? 0;
+    if (contentLength === 0) this.done = true;
+  }
+
+  /**
+   * Compacts the body bytes of `bytes[from, end)` in place to `bytes[from, from + n)` and returns
+   * `n`. Stops at the end of the body (later bytes are left alone). The caller must own `bytes`
+   * and have finished reading its framing (the parser's execute is past `end`, or past the end
+   * of the body when called from its message-complete callback).
+   */
+  decode(bytes: Buffer, from: number, end: number): number {
+    let out = from;
+    let i = from;
+    while (i < end && !this.done && this.failure === undefined) {
+      switch (this.state) {
+        case State.Length:
+        case State.Data: {
+          const take = Math.min(this.remaining, end - i);
+          if (out !== i) bytes.copyWithin(out, i, i + take);
+          out += take;
+          i += take;
+          this.remaining -= take;
+          if (this.remaining === 0) {
+            if (this.state === State.Length) this.done = true;
+            else this.state = State.DataCr;
+          }
+          break;
+        }
+        case State.SizeStart:
+        case State.Size: {
+          const c = bytes[i++] as number;
+          const digit = hexValue(c);
+          if (digit >= 0) {
+            if (++this.sizeDigits > 13) return this.fail('chunk size too large', out - from);
+            this.remaining = this.remaining * 16 + digit;
+            this.state = State.Size;
+          } else if (this.state === State.SizeStart) return this.fail('chunk size expected', out - from);
+          else if (c === LF) this.endSizeLine();
+          else this.state = State.SizeLine; // CR, extensions, whitespace: up to the LF
+          break;
+        }
+        case State.SizeLine: {
+          const lf = bytes.indexOf(LF, i);
+          if (lf === -1 || lf >= end) i = end;
+          else {
+            i = lf + 1;
+            this.endSizeLine();
+          }
+          break;
+        }
+        case State.DataCr: {
+          const c = bytes[i++];
+          if (c === CR) this.state = State.DataLf;
+          else if (c === LF) this.state = State.SizeStart;
+          else return this.fail('CRLF expected after chunk data', out - from);
+          break;
+        }
+        case State.DataLf: {
+          if (bytes[i++] !== LF) return this.fail('LF expected after chunk data', out - from);
+          this.state = State.SizeStart;
+          break;
+        }
+        case State.TrailerStart: {
+          const c = bytes[i++];
+          if (c === LF) this.done = true;
+          else if (c === CR) this.state = State.TrailerEnd;
+          else this.state = State.TrailerLine;
+          break;
+        }
+        case State.TrailerEnd: {
+          if (bytes[i++] !== LF) return this.fail('LF expected after trailers', out - from);
+          this.done = true;
+          break;
+        }
+        case State.TrailerLine: {
+          const lf = bytes.indexOf(LF, i);
+          if (lf === -1 || lf >= end) i = end;
+          else {
+            i = lf + 1;
+            this.state = State.TrailerStart;
+          }
+          break;
+        }
+      }
+    }
+    return out - from;
+  }
+
+  private endSizeLine(): void {
+    this.sizeDigits = 0;
+    this.state = this.remaining === 0 ? State.TrailerStart : State.Data;
+  }
+
+  /** Records why decoding stopped; returns `decoded` (the body bytes compacted before it). */
+  private fail(reason: string, decoded: number): number {
+    this.failure = reason;
+    return decoded;
+  }
+}
+
+const enum State {
+  Length,
+  SizeStart,
+  Size,
+  SizeLine,
+  Data,
+  DataCr,
+  DataLf,
+  TrailerStart,
+  TrailerLine,
+  TrailerEnd,
+}
+
+const LF = 0x0a;
+const CR = 0x0d;
+
+function hexValue(c: number): number {
+  if (c >= 0x30 && c <= 0x39) return c - 0x30;
+  const l = c | 0x20;
+  return l >= 0x61 && l <= 0x66 ? l - 0x57 : -1;
+}
