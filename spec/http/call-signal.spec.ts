@@ -131,7 +131,7 @@ describe('CallSignal', () => {
     };
     const c = new AbortController();
     const early = closedEarly;
-    const stream = await openUpstreamStream({ url: `${url}/r/5`, signal: c.signal, firstByteTimeoutMs: 0 });
+    const stream = await openUpstreamStream({ url: `${url}/r/5`, signal: c.signal, firstByteTimeoutMs: 0, followRedirects: true });
     const ended = drain(stream);
     await sleep(20);
     const reason = new Error('after redirects');

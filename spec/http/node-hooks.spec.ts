@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import fetch from 'node-fetch';
-import { bodyIsResponse, CallSignal, setReadCall, upstreamAgent, withClientRequest } from '../../src/http/node-hooks';
+import { bodyIsResponse, CallSignal, onServerClose, setReadCall, upstreamAgent, withClientRequest } from '../../src/http/node-hooks';
 
 // These specs pin what tidegate relies on inside Node and node-fetch. A failure here after an
 // upgrade means a hook in src/http/node-hooks.ts no longer holds: fix the hook, not the spec.
@@ -72,5 +72,36 @@ describe('Node and node-fetch internals the upstream client relies on', () => {
     await expect(body).rejects.toThrow();
     await serverClosed;
     expect(signal.aborted).toBe(true);
+  });
+});
+
+describe("Node's HTTP server internals the gateway relies on", () => {
+  it('a Connection: close response ends its socket through destroySoon(), which onServerClose replaces', async () => {
+    const closes: string[] = [];
+    const closing = http.createServer((req, res) => {
+      onServerClose(req.socket, () => {
+        closes.push('replaced');
+        req.socket.end();
+      });
+      res.writeHead(200, { connection: 'close', 'content-type': 'text/plain' });
+      res.end('bye');
+    });
+    await new Promise<void>((r) => closing.listen(0, '127.0.0.1', r));
+    try {
+      const port = (closing.address() as AddressInfo).port;
+      const text = await new Promise<string>((resolve, reject) => {
+        http.get({ host: '127.0.0.1', port, agent: false }, (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => (body += c));
+          res.on('end', () => resolve(body));
+        }).on('error', reject);
+      });
+      expect(text).toBe('bye');
+      expect(closes).toEqual(['replaced']);
+    } finally {
+      closing.closeAllConnections();
+      await new Promise<void>((r) => closing.close(() => r()));
+    }
   });
 });

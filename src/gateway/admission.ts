@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isIP, type Socket } from 'node:net';
 import { TidegateError } from '../errors';
+import { onServerClose } from '../http/node-hooks';
 import type { ProviderAdapter } from '../providers/types';
 import type { AdmissionLimits } from './config';
 import type { GatewayMetrics } from './metrics';
@@ -163,7 +164,7 @@ export function closeAfterResponse(req: IncomingMessage, res: ServerResponse): v
     }, 25);
     socket.once('close', () => clearInterval(timer));
   };
-  socket.destroySoon = linger;
+  onServerClose(socket, linger);
   res.once('finish', linger);
 }
 

@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import { readBounded } from '../http/read-bounded';
 import { AdmissionError } from './admission';
 
 /** Bounds of {@link readRequestBody}. */
@@ -41,44 +42,17 @@ export function readRequestBody(req: IncomingMessage, limits: RequestBodyLimits)
   if (declared !== undefined && declared > limits.maxBytes) return Promise.reject(tooLarge(limits.maxBytes));
   if (req.headers['transfer-encoding'] === undefined && (declared === undefined || declared === 0)) return Promise.resolve(undefined);
 
-  return new Promise<Buffer | undefined>((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let length = 0;
-    let timer: NodeJS.Timeout | undefined;
-    const teardown = (): void => {
-      clearTimeout(timer);
-      req.off('data', onData);
-      req.off('end', onEnd);
-      req.off('close', onClose);
-      req.off('error', onClose);
-    };
-    const fail = (err: Error): void => {
-      teardown();
-      req.pause();
-      chunks.length = 0;
-      reject(err);
-    };
-    const onData = (chunk: Buffer): void => {
-      length += chunk.length;
-      if (length > limits.maxBytes) fail(tooLarge(limits.maxBytes));
-      else chunks.push(chunk);
-    };
-    const onEnd = (): void => {
-      teardown();
-      resolve(length === 0 ? undefined : Buffer.concat(chunks, length));
-    };
-    const onClose = (): void => fail(new RequestBodyAbortedError('the client closed the connection before its request body was complete'));
-    if (limits.timeoutMs > 0) {
-      timer = setTimeout(
-        () => fail(new AdmissionError('ERR_TIDEGATE_BODY_TIMEOUT', `the request body did not arrive within ${limits.timeoutMs} ms`, 408, 'body_timeout')),
-        limits.timeoutMs,
-      );
-    }
-    req.on('data', onData);
-    req.once('end', onEnd);
-    req.once('close', onClose);
-    req.once('error', onClose);
-  });
+  const stop = (error: Error): Error => {
+    req.pause();
+    return error;
+  };
+  return readBounded(req, {
+    maxBytes: limits.maxBytes,
+    tooLarge: (maxBytes) => stop(tooLarge(maxBytes)),
+    timeoutMs: limits.timeoutMs,
+    timedOut: (timeoutMs) => stop(new AdmissionError('ERR_TIDEGATE_BODY_TIMEOUT', `the request body did not arrive within ${timeoutMs} ms`, 408, 'body_timeout')),
+    closedEarly: () => stop(new RequestBodyAbortedError('the client closed the connection before its request body was complete')),
+  }).then((body) => (body.length === 0 ? undefined : body));
 }
 
 function tooLarge(maxBytes: number): AdmissionError {

@@ -143,3 +143,44 @@ function hexValue(c: number): number {
   const l = c | 0x20;
   return l >= 0x61 && l <= 0x66 ? l - 0x57 : -1;
 }
+
+/** What {@link framingOf} and {@link bodyStart} read of a parsed response head. */
+export interface ParsedHead {
+  statusCode?: number | undefined;
+  headers: Record<string, string | string[] | undefined>;
+  rawHeaders: string[];
+}
+
+/** The body's framing from its parsed headers: chunked, or a `Content-Length`; `undefined` for anything else. */
+export function framingOf(head: ParsedHead): BodyFraming | undefined {
+  const te = head.headers['transfer-encoding'];
+  if (te !== undefined) return typeof te === 'string' && te.trim().toLowerCase() === 'chunked' ? new BodyFraming(undefined) : undefined;
+  const cl = head.headers['content-length'];
+  return typeof cl === 'string' && /^\d{1,15}$/.test(cl) ? new BodyFraming(Number(cl)) : undefined;
+}
+
+const HEAD_END = Buffer.from('\r\n\r\n');
+const BARE_LF = /(^|[^\r])\n/;
+
+/**
+ * Where the body starts in `bytes`, a read that starts with the response's head (after any 1xx
+ * heads); -1 unless the head found there is the one the parser read into `parsed`: same status,
+ * same number of header lines, CRLF line ends only.
+ */
+export function bodyStart(bytes: Buffer, parsed: ParsedHead): number {
+  let pos = 0;
+  for (;;) {
+    if (bytes.toString('latin1', pos, pos + 7) !== 'HTTP/1.') return -1;
+    const end = bytes.indexOf(HEAD_END, pos);
+    if (end === -1) return -1;
+    const head = bytes.toString('latin1', pos, end);
+    if (BARE_LF.test(head)) return -1;
+    const status = Number(head.slice(9, 12));
+    if (status >= 100 && status < 200) {
+      pos = end + 4;
+      continue;
+    }
+    const headerLines = head.split('\r\n').length - 1;
+    return status === parsed.statusCode && headerLines * 2 === parsed.rawHeaders.length ? end + 4 : -1;
+  }
+}

@@ -16,6 +16,24 @@ export class UpstreamHttpError extends TidegateError {
 }
 
 /**
+ * The upstream answered a redirect (`ERR_TIDEGATE_UPSTREAM_REDIRECT`, HTTP 502 to the client).
+ * The gateway does not follow it: a redirect would send the request body (and, to the same host,
+ * the upstream key) to an address nobody configured. `upstreamStatus` is the 3xx; the `Location`
+ * is not kept, so no upstream address reaches a client or a log.
+ */
+export class UpstreamRedirectError extends TidegateError {
+  constructor(
+    readonly upstreamStatus: number,
+    route?: string | undefined,
+  ) {
+    super(
+      'ERR_TIDEGATE_UPSTREAM_REDIRECT',
+      `upstream${route === undefined ? '' : ` for route ${route}`} answered HTTP ${upstreamStatus} (a redirect); redirects are not followed: configure the address it points to`,
+    );
+  }
+}
+
+/**
  * The upstream connection failed or was reset (`ERR_TIDEGATE_UPSTREAM_RESET`). `status` is the
  * HTTP status the upstream had answered before the connection broke, `undefined` when it broke
  * before the status line (only then may the call be retried: see `retryDelayMs`). The message

@@ -5,6 +5,7 @@ export {
   UpstreamBodyTooLargeError,
   UpstreamHttpError,
   UpstreamNotStreamError,
+  UpstreamRedirectError,
   UpstreamResetError,
   UpstreamStreamError,
   UpstreamTruncatedError,

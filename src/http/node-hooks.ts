@@ -10,16 +10,16 @@
  * | `IncomingMessage#pipe` once | node-fetch 2 makes its body `res.pipe(new PassThrough())` | the body is the `IncomingMessage` itself (one stream less per call) |
  * | parser body callbacks off ({@link bypassBodyCallbacks}) | Node's HTTP parser looks its `kOnBody` callback up per chunk and skips a non-function; `kOnMessageComplete` runs before the response ends | a body costs one push per socket read, not one native copy and JS call per HTTP chunk |
  * | `CallSignal` | node-fetch 2 accepts a signal whose constructor is named `AbortSignal` and uses `aborted`, `add/removeEventListener('abort')` | an abort signal of under 100 bytes per call |
+ * | `Socket#destroySoon` replaced | Node's HTTP server ends a `Connection: close` response's socket with `socket.destroySoon()` | a lingering close instead of a reset while a client still uploads |
  *
  * The interface to the rest of the code: {@link upstreamAgent}, {@link withClientRequest},
  * {@link expectRedirect}, {@link setReadCall} / {@link readCallOf}, {@link bodyIsResponse},
- * {@link bypassBodyCallbacks},
- * {@link CallSignal} and the read-size constants.
+ * {@link bypassBodyCallbacks}, {@link CallSignal}, {@link onServerClose} and the read-size constants.
  */
 import http from 'node:http';
 import https from 'node:https';
 import type { Socket } from 'node:net';
-import { BodyFraming } from './body-framing';
+import { bodyStart, framingOf, type BodyFraming } from './body-framing';
 
 /**
  * Bytes libuv reads from an upstream socket at once (plain HTTP) unless the call sets
@@ -294,44 +294,10 @@ export function bypassBodyCallbacks(res: http.IncomingMessage, onRead?: () => vo
   if ((res as ResponseInternals).req?.method === 'HEAD' || status < 200 || status === 204 || status === 304) return false;
   const framing = framingOf(res);
   if (framing === undefined) return false;
-  const bodyStart = headEnd(bytes, res);
-  if (bodyStart < 0) return false;
-  socket[kBypass] = new BodyBypass(socket, parser, res, framing, bodyStart, found, onRead);
+  const start = bodyStart(bytes, res);
+  if (start < 0) return false;
+  socket[kBypass] = new BodyBypass(socket, parser, res, framing, start, found, onRead);
   return true;
-}
-
-/** The body's framing from its headers: chunked, or a `Content-Length`; `undefined` for anything else. */
-function framingOf(res: http.IncomingMessage): BodyFraming | undefined {
-  const te = res.headers['transfer-encoding'];
-  if (te !== undefined) return te.trim().toLowerCase() === 'chunked' ? new BodyFraming(undefined) : undefined;
-  const cl = res.headers['content-length'];
-  return cl !== undefined && /^\d{1,15}$/.test(cl) ? new BodyFraming(Number(cl)) : undefined;
-}
-
-const HEAD_END = Buffer.from('\r\n\r\n');
-const BARE_LF = /(^|[^\r])\n/;
-
-/**
- * Where the body of `res` starts in `bytes`, a read that starts with its head (after any 1xx
- * heads); -1 unless the head found there is the one the parser read: same status, same number
- * of header lines, CRLF line ends only.
- */
-function headEnd(bytes: Buffer, res: http.IncomingMessage): number {
-  let pos = 0;
-  for (;;) {
-    if (bytes.toString('latin1', pos, pos + 7) !== 'HTTP/1.') return -1;
-    const end = bytes.indexOf(HEAD_END, pos);
-    if (end === -1) return -1;
-    const head = bytes.toString('latin1', pos, end);
-    if (BARE_LF.test(head)) return -1;
-    const status = Number(head.slice(9, 12));
-    if (status >= 100 && status < 200) {
-      pos = end + 4;
-      continue;
-    }
-    const headerLines = head.split('\r\n').length - 1;
-    return status === res.statusCode && headerLines * 2 === res.rawHeaders.length ? end + 4 : -1;
-  }
 }
 
 /** One response whose body bypasses the parser's callbacks (see {@link bypassBodyCallbacks}). */
@@ -405,4 +371,14 @@ class BodyBypass {
     parser[found.body] = found.onBody;
     if (parser[found.complete] === this.onMessageComplete) parser[found.complete] = this.original;
   };
+}
+
+/**
+ * Makes `close` run where Node's HTTP server would close a served connection itself: after a
+ * response sent with `Connection: close`, Node calls `socket.destroySoon()` (lib/_http_server.js
+ * `resOnFinish`), which destroys the socket once written, with a RST if request bytes are still
+ * unread. The gateway's lingering close (`gateway/admission.ts`) takes that place.
+ */
+export function onServerClose(socket: Socket, close: () => void): void {
+  (socket as { destroySoon: () => void }).destroySoon = close;
 }

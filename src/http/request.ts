@@ -9,11 +9,11 @@ import { idleTimeout } from '../flow/operators/idle-timeout';
 import { OperatorSubscriber, operator } from '../flow/operators/operator-subscriber';
 import { fromReadable } from '../flow/sources/readable';
 import type { FlowContext, Subscriber } from '../flow/types';
-import { readBounded } from './body-limit';
+import { readBounded } from './read-bounded';
 import { bodyIsResponse, bypassBodyCallbacks, CallSignal, expectRedirect, readCallOf, setReadCall, upstreamAgent, withClientRequest, type SizedReadCall } from './node-hooks';
 
 export { UPSTREAM_HIGH_WATER_MARK, UPSTREAM_MAX_READ_BYTES, UPSTREAM_MIN_READ_BYTES, UPSTREAM_READ_BYTES, upstreamAgent } from './node-hooks';
-import { DEFAULT_MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES, UpstreamBodyTooLargeError, UpstreamHttpError, UpstreamNotStreamError, UpstreamResetError } from './errors';
+import { DEFAULT_MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES, UpstreamBodyTooLargeError, UpstreamHttpError, UpstreamNotStreamError, UpstreamRedirectError, UpstreamResetError } from './errors';
 
 /** Default time to first byte of the upstream body, ms: models think before they speak. */
 export const DEFAULT_FIRST_BYTE_TIMEOUT_MS = 60_000;
@@ -61,6 +61,11 @@ export interface UpstreamRequest {
    * userinfo or query a client must not see.
    */
   route?: string | undefined;
+  /**
+   * Follow a 3xx answer as node-fetch does (default `false`: a redirect rejects with
+   * {@link UpstreamRedirectError}, nothing is sent to the address it names).
+   */
+  followRedirects?: boolean | undefined;
 }
 
 /**
@@ -112,6 +117,7 @@ export interface UpstreamBody {
 export async function openUpstreamStream(request: UpstreamRequest): Promise<UpstreamStream> {
   const call = new UpstreamCall(request);
   const response = await call.send({ accept: 'text/event-stream' });
+  refuseRedirect(call, response);
   const contentType = response.headers.get('content-type') ?? undefined;
   if (response.ok && !contentType?.startsWith('text/event-stream')) {
     call.release();
@@ -130,6 +136,15 @@ export async function openUpstreamStream(request: UpstreamRequest): Promise<Upst
   return { response, body, bufferedBytes: () => call.bufferedBytes(), readsSized: () => call.readsSized() };
 }
 
+const isRedirect = (status: number): boolean => status === 301 || status === 302 || status === 303 || status === 307 || status === 308;
+
+/** A 3xx answer the call was not told to follow ends it with {@link UpstreamRedirectError}, its body unread. */
+function refuseRedirect(call: UpstreamCall, response: Response): void {
+  if (!isRedirect(response.status) || call.request.followRedirects === true) return;
+  call.release();
+  throw new UpstreamRedirectError(response.status, call.request.route);
+}
+
 /**
  * Sends `request` and reads the whole answer (the non-stream routes). Same agent, headers and
  * timeouts as {@link openUpstreamStream}; the first-byte deadline covers the status line. The
@@ -143,6 +158,7 @@ export async function openUpstreamStream(request: UpstreamRequest): Promise<Upst
 export async function fetchUpstream(request: UpstreamRequest): Promise<UpstreamBody> {
   const call = new UpstreamCall(request);
   const response = await call.send({ accept: 'application/json' });
+  refuseRedirect(call, response);
   call.firstByte();
   const contentType = response.headers.get('content-type') ?? undefined;
   try {
@@ -209,6 +225,7 @@ class UpstreamCall implements SizedReadCall {
           // anyway is gunzipped with Z_SYNC_FLUSH rather than fed to the parser as gzip bytes.
           compress: true,
           signal: this.signal as never,
+          redirect: request.followRedirects === true ? 'follow' : 'manual',
         }),
       );
       return await pending;
@@ -235,7 +252,7 @@ class UpstreamCall implements SizedReadCall {
       // node-fetch follows a redirect with a request of its own, sent from its 'response' listener
       // (registered after this one, run synchronously next): the agent hands that one to this
       // call too. Only a final answer is kept.
-      if (res.headers.location !== undefined && [301, 302, 303, 307, 308].includes(res.statusCode ?? 0)) {
+      if (this.request.followRedirects === true && res.headers.location !== undefined && isRedirect(res.statusCode ?? 0)) {
         expectRedirect(this.attach);
         return;
       }
@@ -300,10 +317,15 @@ class UpstreamCall implements SizedReadCall {
   readBody(response: Response, maxBytes: number): Promise<Buffer> {
     const source = response.body as unknown as Readable;
     this.body = source;
-    return readBounded(source, maxBytes, (limit) => {
-      const error = new UpstreamBodyTooLargeError(response.status, limit, this.request.route);
-      this.abort(error);
-      return error;
+    return readBounded(source, {
+      maxBytes,
+      tooLarge: (limit) => {
+        const error = new UpstreamBodyTooLargeError(response.status, limit, this.request.route);
+        this.abort(error);
+        return error;
+      },
+      // Destroyed without an error (an abort elsewhere): nothing more will come.
+      closedEarly: () => new Error('upstream body closed before its end'),
     });
   }
 

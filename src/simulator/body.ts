@@ -3,6 +3,7 @@
  * parsing it as one JSON object (anything else is a 400), both as {@link RequestError}.
  */
 import type * as http from 'node:http';
+import { readBounded } from '../http/read-bounded';
 import { RequestError } from './request-error';
 
 /**
@@ -11,38 +12,12 @@ import { RequestError } from './request-error';
  * resolves what arrived; the response's 'close' reports the abort.
  */
 export function readBody(req: http.IncomingMessage, maxBytes: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const parts: Buffer[] = [];
-    let size = 0;
-    const cleanup = (): void => {
-      req.off('data', onData);
-      req.off('end', onEnd);
-      req.off('error', onError);
-      req.off('close', onEnd);
-    };
-    const onData = (c: Buffer): void => {
-      size += c.length;
-      if (size > maxBytes) {
-        cleanup();
-        req.resume();
-        reject(new RequestError(413, `request body exceeds ${maxBytes} bytes`));
-        return;
-      }
-      parts.push(c);
-    };
-    const onEnd = (): void => {
-      cleanup();
-      resolve(Buffer.concat(parts));
-    };
-    const onError = (e: Error): void => {
-      cleanup();
-      reject(e);
-    };
-    req.on('data', onData);
-    req.on('end', onEnd);
-    req.on('error', onError);
-    // 'close' without 'end': the client left mid-body; the response's 'close' reports it.
-    req.on('close', onEnd);
+  return readBounded(req, {
+    maxBytes,
+    tooLarge: () => {
+      req.resume();
+      return new RequestError(413, `request body exceeds ${maxBytes} bytes`);
+    },
   });
 }
 

@@ -19,7 +19,7 @@ describe('upstream shapes under the byte relay', () => {
   let gw: RunningGateway;
   let logs: CaptureTransport;
   const clients: RawClient[] = [];
-  const route = (path: string, budget: number): Record<string, unknown> => ({ path, provider: 'passthrough', url: `${up.url}${path}`, policy: { maxBufferedBytes: budget, overflow: 'pause', stallTimeoutMs: 0 } });
+  const route = (path: string, budget: number): Record<string, unknown> => ({ path, provider: 'passthrough', url: `${up.url}${path}`, followRedirects: true, policy: { maxBufferedBytes: budget, overflow: 'pause', stallTimeoutMs: 0 } });
 
   beforeAll(async () => {
     up = await scriptedUpstream();
@@ -70,7 +70,7 @@ describe('upstream shapes under the byte relay', () => {
 
   it('bufferedBytes() of a redirected upstream counts every byte read into userland (the IncomingMessage and its socket too)', async () => {
     const url = `${up.url}/redir`;
-    const stream = await openUpstreamStream({ url, method: 'GET', readBytes: () => 64 * KIB });
+    const stream = await openUpstreamStream({ url, method: 'GET', readBytes: () => 64 * KIB, followRedirects: true });
     try {
       await sleep(300); // nobody asks: the reader fills its buffers and stops
       const agent = upstreamAgent(new URL(url));

@@ -1,6 +1,6 @@
 import { BufferOverflowError, ShutdownError, SseLimitError, TidegateError, TimeoutError } from '../../errors';
 import type { StreamResult } from '../../express/send-flow';
-import { UpstreamHttpError, UpstreamResetError, UpstreamStreamError, UpstreamTruncatedError } from '../../http/errors';
+import { UpstreamHttpError, UpstreamRedirectError, UpstreamResetError, UpstreamStreamError, UpstreamTruncatedError } from '../../http/errors';
 import { codeOf } from '../../express/error-shapes';
 
 /** How a relayed request ended, as logged (`outcome`) and counted (`tidegate_streams_total`). */
@@ -24,6 +24,7 @@ export class ClientClosedError extends TidegateError {
 /** The `outcome` label of one failed upstream attempt (`tidegate_upstream_requests_total`). */
 export function upstreamOutcome(err: unknown): string {
   if (err instanceof UpstreamHttpError) return `http_${err.status}`;
+  if (err instanceof UpstreamRedirectError) return `http_${err.upstreamStatus}`;
   if (err instanceof TimeoutError) return 'timeout';
   if (err instanceof UpstreamResetError) return 'reset';
   if (err instanceof ClientClosedError || err instanceof ShutdownError) return 'aborted';

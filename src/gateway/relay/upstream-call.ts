@@ -43,6 +43,7 @@ export function upstreamRequest(req: Request, route: ResolvedRoute & { url: stri
     idleTimeoutMs: route.timeouts.idleMs,
     maxBodyBytes: route.maxBodyBytes,
     route: route.path,
+    followRedirects: route.followRedirects,
   };
 }
 

@@ -1,0 +1,55 @@
+import { PassThrough } from 'node:stream';
+import { readBounded } from '../../src/http/read-bounded';
+
+const listeners = (s: PassThrough): number => ['data', 'end', 'error', 'close'].reduce((n, e) => n + s.listenerCount(e), 0);
+
+describe('readBounded', () => {
+  it('resolves the whole body and leaves no listener', async () => {
+    const body = new PassThrough();
+    const read = readBounded(body, { maxBytes: 10, tooLarge: () => new Error('too large') });
+    body.write('abc');
+    body.end('def');
+    await expect(read).resolves.toEqual(Buffer.from('abcdef'));
+    expect(listeners(body)).toBe(0);
+  });
+
+  it('rejects with tooLarge() at the chunk that passes maxBytes, keeping nothing more', async () => {
+    const body = new PassThrough();
+    const seen: number[] = [];
+    const read = readBounded(body, { maxBytes: 4, tooLarge: (max) => (seen.push(max), new RangeError('too large')) });
+    body.write('abc');
+    body.write('de');
+    await expect(read).rejects.toThrow(RangeError);
+    expect(seen).toEqual([4]);
+    expect(listeners(body)).toBe(0);
+  });
+
+  it('rejects with timedOut() at the deadline and clears its timer', async () => {
+    const body = new PassThrough();
+    const read = readBounded(body, { maxBytes: 100, tooLarge: () => new Error('x'), timeoutMs: 30, timedOut: (ms) => new Error(`late ${ms}`) });
+    body.write('a');
+    await expect(read).rejects.toThrow('late 30');
+    expect(listeners(body)).toBe(0);
+  });
+
+  it('an early close rejects with closedEarly(), or resolves what arrived without it', async () => {
+    const a = new PassThrough();
+    const rejecting = readBounded(a, { maxBytes: 100, tooLarge: () => new Error('x'), closedEarly: () => new Error('gone') });
+    a.write('a');
+    a.destroy();
+    await expect(rejecting).rejects.toThrow('gone');
+    const b = new PassThrough();
+    const resolving = readBounded(b, { maxBytes: 100, tooLarge: () => new Error('x') });
+    b.write('ab');
+    await new Promise((r) => setImmediate(r));
+    b.destroy();
+    await expect(resolving).resolves.toEqual(Buffer.from('ab'));
+  });
+
+  it("rejects with the body's own error", async () => {
+    const body = new PassThrough();
+    const read = readBounded(body, { maxBytes: 100, tooLarge: () => new Error('x') });
+    body.destroy(new Error('broken'));
+    await expect(read).rejects.toThrow('broken');
+  });
+});

@@ -1,0 +1,32 @@
+/** Environment variables read by {@link loadConfig}, and the field each sets. */
+export const ENV_OVERRIDES: Readonly<Record<string, string>> = {
+  PORT: 'port',
+  HOST: 'host',
+  UPSTREAM_URL: 'upstream.url',
+  UPSTREAM_API_KEY: 'upstream.apiKey',
+  TIDEGATE_MAX_BUFFERED_BYTES: 'stream.maxBufferedBytes',
+  TIDEGATE_OVERFLOW: 'stream.overflow',
+  TIDEGATE_RELAY: 'stream.relay',
+  TIDEGATE_STALL_TIMEOUT_MS: 'stream.stallTimeoutMs',
+  TIDEGATE_HEARTBEAT_MS: 'stream.heartbeatMs',
+  TIDEGATE_FIRST_BYTE_TIMEOUT_MS: 'timeouts.firstByteMs',
+  TIDEGATE_IDLE_TIMEOUT_MS: 'timeouts.idleMs',
+  TIDEGATE_TOTAL_TIMEOUT_MS: 'timeouts.totalMs',
+  TIDEGATE_SHUTDOWN_GRACE_MS: 'shutdown.graceMs',
+};
+
+/** Dotted fields whose string values (environment, flags) are converted with `Number`. */
+export const NUMERIC_FIELDS: ReadonlySet<string> = new Set(['port', 'stream.maxBufferedBytes', 'stream.stallTimeoutMs', 'stream.heartbeatMs', 'timeouts.firstByteMs', 'timeouts.idleMs', 'timeouts.totalMs', 'shutdown.graceMs']);
+
+/** Sets `path` (dotted) in `target`, creating objects on the way; numeric fields are converted with `Number`. */
+export function setField(target: Record<string, unknown>, path: string, value: string | number | boolean | undefined): void {
+  if (value === undefined || value === '') return;
+  const keys = path.split('.');
+  let node = target;
+  for (const k of keys.slice(0, -1)) {
+    const next = node[k];
+    node = (typeof next === 'object' && next !== null ? next : (node[k] = {})) as Record<string, unknown>;
+  }
+  node[keys[keys.length - 1]] = typeof value === 'string' && NUMERIC_FIELDS.has(path) ? Number(value) : value;
+}
+

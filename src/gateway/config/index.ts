@@ -1,0 +1,7 @@
+// The gateway's configuration: one module per job (re-exports only).
+export { ENV_OVERRIDES, NUMERIC_FIELDS, setField } from './env';
+export { DEFAULT_LIMITS, limitsSchema, type AdmissionLimits } from './limits';
+export { ConfigError, loadConfig, parseConfig, readConfigFile, type LoadConfigOptions } from './load';
+export { DEFAULT_ROUTES, resolveRoutes, routeSchema, type ResolvedRoute, type RouteConfig } from './routes';
+export { configSchema, type GatewayConfig } from './schema';
+export { DEFAULT_POLICY, DEFAULT_RETRY, DEFAULT_TIMEOUTS, type RetrySettings, type StreamPolicy, type UpstreamTimeouts } from './stream';

@@ -1,0 +1,72 @@
+import type { Readable } from 'node:stream';
+
+/** What {@link readBounded} does at each of its limits. */
+export interface BoundedRead {
+  /** Most bytes kept; the chunk that passes it ends the read. */
+  maxBytes: number;
+  /** Called once the count passes `maxBytes`; returns the rejection (it may abort the request first). */
+  tooLarge: (maxBytes: number) => unknown;
+  /** The whole body must arrive within this, ms (absent or 0: no deadline). */
+  timeoutMs?: number | undefined;
+  /** Called at the deadline; returns the rejection. Required with `timeoutMs`. */
+  timedOut?: ((timeoutMs: number) => unknown) | undefined;
+  /**
+   * The body closed before its end (a peer that left, a destroy elsewhere): returns the
+   * rejection; absent, the read resolves with what arrived.
+   */
+  closedEarly?: (() => unknown) | undefined;
+}
+
+/**
+ * Reads `body` to its end, counting bytes as they arrive, and resolves with them in one Buffer.
+ * It never holds more than `maxBytes` plus one chunk: the chunk that passes the limit rejects
+ * with `tooLarge()`, a deadline with `timedOut()`, an early close with `closedEarly()`, an
+ * `'error'` with that error. Every listener and the timer go in one teardown, whichever ends it.
+ *
+ * Demand: reads at the body's own pace (flowing mode) until the end or a limit. Discard: on a
+ * rejection the chunks read so far are dropped; what the callbacks do with the stream (destroy,
+ * pause, drain) is theirs to say.
+ *
+ * Never `res.text()` / `res.buffer()` on a peer's body: they read without a bound.
+ */
+export function readBounded(body: Readable, limits: BoundedRead): Promise<Buffer> {
+  return new Promise<Buffer>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let bytes = 0;
+    let timer: NodeJS.Timeout | undefined;
+    const teardown = (): void => {
+      clearTimeout(timer);
+      body.off('data', onData);
+      body.off('end', onEnd);
+      body.off('error', onError);
+      body.off('close', onClose);
+    };
+    const fail = (reason: () => unknown): void => {
+      teardown();
+      chunks.length = 0;
+      reject(reason());
+    };
+    const onData = (chunk: Buffer | string): void => {
+      const buf = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+      bytes += buf.length;
+      if (bytes > limits.maxBytes) fail(() => limits.tooLarge(limits.maxBytes));
+      else chunks.push(buf);
+    };
+    const onEnd = (): void => {
+      teardown();
+      resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, bytes));
+    };
+    const onError = (err: unknown): void => fail(() => err);
+    const onClose = (): void => {
+      if (body.readableEnded) return;
+      if (limits.closedEarly === undefined) onEnd();
+      else fail(limits.closedEarly);
+    };
+    const { timeoutMs, timedOut } = limits;
+    if (timeoutMs !== undefined && timeoutMs > 0 && timedOut !== undefined) timer = setTimeout(() => fail(() => timedOut(timeoutMs)), timeoutMs);
+    body.on('data', onData);
+    body.once('end', onEnd);
+    body.once('error', onError);
+    body.once('close', onClose);
+  });
+}
