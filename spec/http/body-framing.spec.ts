@@ -7,8 +7,9 @@ function decodeIn(wire: string, cuts: number[], contentLength?: number): { body:
   let start = 0;
   for (const end of [...cuts, wire.length]) {
     const read = Buffer.from(wire.slice(start, end), 'latin1');
-    const n = framing.decode(read, 0, read.length);
-    body += read.toString('latin1', 0, n);
+    const out = Buffer.alloc(read.length);
+    const n = framing.decode(read, 0, read.length, out, 0);
+    body += out.toString('latin1', 0, n);
     start = end;
   }
   return { body, framing };
@@ -29,10 +30,11 @@ describe('BodyFraming', () => {
     expect(decodeIn(CHUNKED, cuts).body).toBe('hello 0123456789');
   });
 
-  it('stops at the end of the body and leaves later bytes alone', () => {
+  it('stops at the end of the body', () => {
     const read = Buffer.from('3\r\nabc\r\n0\r\n\r\nHTTP/1.1 200 OK\r\n', 'latin1');
     const framing = new BodyFraming(undefined);
-    expect(read.toString('latin1', 0, framing.decode(read, 0, read.length))).toBe('abc');
+    const out = Buffer.alloc(read.length);
+    expect(out.toString('latin1', 0, framing.decode(read, 0, read.length, out, 0))).toBe('abc');
     expect(framing.done).toBe(true);
     expect(read.toString('latin1', 13)).toBe('HTTP/1.1 200 OK\r\n');
   });
@@ -43,11 +45,12 @@ describe('BodyFraming', () => {
     expect(framing.done).toBe(true);
   });
 
-  it('decodes from an offset (the body after a head in the same read)', () => {
+  it('decodes from an offset (the body after a head in the same read) to an offset', () => {
     const read = Buffer.from('HEAD\r\n\r\n2\r\nok\r\n0\r\n\r\n', 'latin1');
     const framing = new BodyFraming(undefined);
-    const n = framing.decode(read, 8, read.length);
-    expect(read.toString('latin1', 8, 8 + n)).toBe('ok');
+    const out = Buffer.alloc(read.length);
+    const n = framing.decode(read, 8, read.length, out, 3);
+    expect(out.toString('latin1', 3, 3 + n)).toBe('ok');
     expect(framing.done).toBe(true);
   });
 

@@ -27,21 +27,20 @@ export class BodyFraming {
   }
 
   /**
-   * Compacts the body bytes of `bytes[from, end)` in place to `bytes[from, from + n)` and returns
-   * `n`. Stops at the end of the body (later bytes are left alone). The caller must own `bytes`
-   * and have finished reading its framing (the parser's execute is past `end`, or past the end
-   * of the body when called from its message-complete callback).
+   * Copies the body bytes of `bytes[from, end)` to `out` from `outAt` and returns how many. Stops
+   * at the end of the body (later bytes are not looked at). `out` needs room for `end - from`
+   * bytes; `bytes` is left as it is.
    */
-  decode(bytes: Buffer, from: number, end: number): number {
-    let out = from;
+  decode(bytes: Buffer, from: number, end: number, out: Buffer, outAt: number): number {
+    let o = outAt;
     let i = from;
     while (i < end && !this.done && this.failure === undefined) {
       switch (this.state) {
         case State.Length:
         case State.Data: {
           const take = Math.min(this.remaining, end - i);
-          if (out !== i) bytes.copyWithin(out, i, i + take);
-          out += take;
+          copy(bytes, i, take, out, o);
+          o += take;
           i += take;
           this.remaining -= take;
           if (this.remaining === 0) {
@@ -55,10 +54,10 @@ export class BodyFraming {
           const c = bytes[i++] as number;
           const digit = hexValue(c);
           if (digit >= 0) {
-            if (++this.sizeDigits > 13) return this.fail('chunk size too large', out - from);
+            if (++this.sizeDigits > 13) return this.fail('chunk size too large', o - outAt);
             this.remaining = this.remaining * 16 + digit;
             this.state = State.Size;
-          } else if (this.state === State.SizeStart) return this.fail('chunk size expected', out - from);
+          } else if (this.state === State.SizeStart) return this.fail('chunk size expected', o - outAt);
           else if (c === LF) this.endSizeLine();
           else this.state = State.SizeLine; // CR, extensions, whitespace: up to the LF
           break;
@@ -76,11 +75,11 @@ export class BodyFraming {
           const c = bytes[i++];
           if (c === CR) this.state = State.DataLf;
           else if (c === LF) this.state = State.SizeStart;
-          else return this.fail('CRLF expected after chunk data', out - from);
+          else return this.fail('CRLF expected after chunk data', o - outAt);
           break;
         }
         case State.DataLf: {
-          if (bytes[i++] !== LF) return this.fail('LF expected after chunk data', out - from);
+          if (bytes[i++] !== LF) return this.fail('LF expected after chunk data', o - outAt);
           this.state = State.SizeStart;
           break;
         }
@@ -92,7 +91,7 @@ export class BodyFraming {
           break;
         }
         case State.TrailerEnd: {
-          if (bytes[i++] !== LF) return this.fail('LF expected after trailers', out - from);
+          if (bytes[i++] !== LF) return this.fail('LF expected after trailers', o - outAt);
           this.done = true;
           break;
         }
@@ -107,7 +106,7 @@ export class BodyFraming {
         }
       }
     }
-    return out - from;
+    return o - outAt;
   }
 
   private endSizeLine(): void {
@@ -137,6 +136,12 @@ const enum State {
 
 const LF = 0x0a;
 const CR = 0x0d;
+
+/** Copies `n` bytes: a loop for the short spans of one token (no view object), a native copy for longer ones. */
+function copy(from: Buffer, at: number, n: number, to: Buffer, toAt: number): void {
+  if (n < 128) for (let k = 0; k < n; k++) to[toAt + k] = from[at + k] as number;
+  else to.set(from.subarray(at, at + n), toAt);
+}
 
 function hexValue(c: number): number {
   if (c >= 0x30 && c <= 0x39) return c - 0x30;

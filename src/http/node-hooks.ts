@@ -8,7 +8,7 @@
  * | net `onread` (shared buffer, sized per call) | `net.Socket` option `onread: { buffer(), callback }` | pause stops reading at once; read sizes follow the budget |
  * | `http.Agent#addRequest` wrapper | node-fetch creates its `ClientRequest` synchronously in `fetch()` and hands it to `agent.addRequest(req, options)` | the call sees its `ClientRequest` (connect timer, response, socket) |
  * | `IncomingMessage#pipe` once | node-fetch 2 makes its body `res.pipe(new PassThrough())` | the body is the `IncomingMessage` itself (one stream less per call) |
- * | parser body callbacks off ({@link bypassBodyCallbacks}) | Node's HTTP parser looks its `kOnBody` callback up per chunk and skips a non-function; `kOnMessageComplete` runs before the response ends | a body costs one push per socket read, not one native copy and JS call per HTTP chunk |
+ * | parser body callbacks off ({@link bypassBodyCallbacks}) | Node's HTTP parser looks its `kOnBody` callback up per chunk and skips a non-function; `kOnHeadersComplete` starts every message | a body costs one push per socket read, not one native copy and JS call per HTTP chunk |
  * | `CallSignal` | node-fetch 2 accepts a signal whose constructor is named `AbortSignal` and uses `aborted`, `add/removeEventListener('abort')` | an abort signal of under 100 bytes per call |
  * | `Socket#destroySoon` replaced | Node's HTTP server ends a `Connection: close` response's socket with `socket.destroySoon()` | a lingering close instead of a reset while a client still uploads |
  *
@@ -75,6 +75,8 @@ let lastReadSocket: ReadSized | undefined;
 function onUpstreamRead(this: Socket, nread: number, buffer: Uint8Array): boolean {
   lastReadSocket = this;
   const bytes = Buffer.from(buffer.buffer, buffer.byteOffset, nread);
+  const bypass = (this as Bypassed)[kBypass];
+  bypass?.take(bytes, 0);
   readingSocket = this;
   readingBytes = bytes;
   try {
@@ -83,7 +85,8 @@ function onUpstreamRead(this: Socket, nread: number, buffer: Uint8Array): boolea
     readingSocket = undefined;
     readingBytes = undefined;
   }
-  (this as Bypassed)[kBypass]?.afterRead(bytes);
+  // Also a bypass that began inside this read (at its response's head).
+  (this as Bypassed)[kBypass]?.afterRead();
   return true;
 }
 
@@ -239,6 +242,9 @@ export const CallSignal = class AbortSignal {
   }
 };
 
+/** Where a read's body bytes are gathered before they are copied into a chunk of their own. */
+const scratch = Buffer.allocUnsafeSlow(UPSTREAM_MAX_READ_BYTES);
+
 /** The socket and bytes of the read being handed to the HTTP parser now (inside `onUpstreamRead`'s emit). */
 let readingSocket: Socket | undefined;
 let readingBytes: Buffer | undefined;
@@ -249,28 +255,28 @@ type Bypassed = Socket & { [kBypass]?: BodyBypass | undefined; parser?: ParserIn
 type ParserInternals = Record<number, unknown> & { incoming: http.IncomingMessage | null };
 type ResponseInternals = http.IncomingMessage & { _dumped?: boolean; req?: http.ClientRequest };
 
-/** The parser's callback slots (`HTTPParser.kOnBody`, `kOnMessageComplete`), found once by the names Node gives its callbacks. */
-let slots: { body: number; complete: number; onBody: unknown } | null | undefined;
+/** The parser's callback slots (`HTTPParser.kOnBody`, `kOnHeadersComplete`), found once by the names Node gives its callbacks. */
+let slots: { body: number; headers: number; onBody: unknown } | null | undefined;
 function parserSlots(parser: ParserInternals): typeof slots {
   if (slots !== undefined) return slots;
   let body = -1;
-  let complete = -1;
+  let headers = -1;
   for (let i = 0; i < 16; i++) {
     const f = parser[i];
     if (typeof f !== 'function') continue;
     if (f.name === 'parserOnBody') body = i;
-    else if (f.name === 'parserOnMessageComplete') complete = i;
+    else if (f.name === 'parserOnHeadersComplete') headers = i;
   }
-  slots = body < 0 || complete < 0 ? null : { body, complete, onBody: parser[body] };
+  slots = body < 0 || headers < 0 ? null : { body, headers, onBody: parser[body] };
   return slots;
 }
 
 /**
  * Takes the body of `res` off Node's HTTP parser callbacks: the parser goes on framing every
  * byte (chunk sizes, the end of the body, keep-alive, errors), but with its `kOnBody` slot empty
- * it no longer copies each HTTP chunk into a Buffer and calls into JS for it. After each socket
- * read, {@link BodyFraming} picks that read's body bytes out of the read buffer, and the response
- * gets them as one chunk (one `push()`, one `'data'`). An LLM server writes one event per HTTP
+ * it no longer copies each HTTP chunk into a Buffer and calls into JS for it. Before the parser
+ * goes through a socket read, {@link BodyFraming} copies that read's body bytes out of it, and
+ * the response gets them as one chunk (one `push()`, one `'data'`). An LLM server writes one event per HTTP
  * chunk, often a hundred to a read: this makes them cost one pass through the relay.
  *
  * Only where every byte is known: a response whose head arrived whole at the start of the read
@@ -279,8 +285,11 @@ function parserSlots(parser: ParserInternals): typeof slots {
  * `false` and the parser delivers the body as before. Must be called from the request's
  * `'response'` listener. `onRead` is called after each read's bytes were pushed.
  *
- * The parser's slots are restored when the body ends, and when the socket closes (the parser
- * then goes back to Node's pool).
+ * The parser's callbacks are given back when the body ends, when the socket closes, and in any
+ * case before the next message this parser reads (kept alive, or taken from Node's pool) gets
+ * its body. If the decoder and the parser disagree on where the body ends, or the decoder does
+ * not understand framing the parser accepted, the socket is destroyed: never a short body
+ * without an error.
  */
 export function bypassBodyCallbacks(res: http.IncomingMessage, onRead?: () => void): boolean {
   const socket = res.socket as Bypassed | null;
@@ -296,80 +305,79 @@ export function bypassBodyCallbacks(res: http.IncomingMessage, onRead?: () => vo
   if (framing === undefined) return false;
   const start = bodyStart(bytes, res);
   if (start < 0) return false;
-  socket[kBypass] = new BodyBypass(socket, parser, res, framing, start, found, onRead);
+  const bypass = new BodyBypass(socket, parser, res, framing, found, onRead);
+  socket[kBypass] = bypass;
+  // The rest of this read, before the parser goes on through it.
+  bypass.take(bytes, start);
   return true;
 }
 
 /** One response whose body bypasses the parser's callbacks (see {@link bypassBodyCallbacks}). */
 class BodyBypass {
-  /** Where the undecoded bytes of the read being parsed start. */
-  private from: number;
+  /** Node's headers-complete callback, wrapped while the bypass lasts (see {@link restore}). */
+  private readonly onHeadersComplete: (...args: unknown[]) => unknown;
 
   constructor(
     private readonly socket: Bypassed,
     private readonly parser: ParserInternals,
     private readonly res: ResponseInternals,
     private readonly framing: BodyFraming,
-    bodyStart: number,
     private readonly found: NonNullable<typeof slots>,
     private readonly onRead: (() => void) | undefined,
   ) {
-    this.from = bodyStart;
     parser[found.body] = undefined;
-    this.original = parser[found.complete] as (this: ParserInternals) => unknown;
-    parser[found.complete] = this.onMessageComplete;
+    this.onHeadersComplete = parser[found.headers] as (...args: unknown[]) => unknown;
+    // Safety net: a next message on this parser (kept alive, or taken from Node's pool) gives
+    // the callbacks back before its body, whatever way this one ended.
+    parser[found.headers] = this.nextHeaders;
     socket.once('close', this.restore);
   }
 
-  private readonly original: (this: ParserInternals) => unknown;
-
-  /** After the parser went through a read: its body bytes, one push. */
-  afterRead(bytes: Buffer): void {
-    this.push(bytes);
-    this.from = 0;
-    const { framing, res } = this;
-    // The parser frames the same bytes: a disagreement would lose data, so it breaks the response.
-    if (framing.failure !== undefined) this.break(`upstream body framing not understood (${framing.failure})`);
-    else if (framing.done && !res.complete) this.break('upstream body ended before its message did');
-    this.onRead?.();
-  }
-
-  /** The parser's `kOnMessageComplete`: the rest of the body first, then Node's own handling. */
-  private readonly onMessageComplete = (): unknown => {
-    const bytes = readingSocket === this.socket ? readingBytes : undefined;
-    if (bytes !== undefined) this.push(bytes);
-    this.restore();
-    if (!this.framing.done) this.res.destroy(Object.assign(new Error('upstream message ended before its body did'), { code: 'ECONNRESET' }));
-    this.onRead?.();
-    return this.original.call(this.parser);
-  };
-
-  /** Decodes the read's body bytes from where it stopped and pushes them as one chunk. */
-  private push(bytes: Buffer): void {
-    const from = this.from;
-    const n = this.framing.decode(bytes, from, bytes.length);
-    this.from = bytes.length;
+  /**
+   * Before the parser goes through a read (from the read's `from`): its body bytes, one push.
+   * Before, so that bytes ahead of a framing error reach the response before the error does.
+   */
+  take(bytes: Buffer, from: number): void {
+    const out = bytes.length - from <= scratch.length ? scratch : Buffer.allocUnsafe(bytes.length - from);
+    const n = this.framing.decode(bytes, from, bytes.length, out, 0);
     const { res } = this;
-    if (n === 0 || this.parser.incoming !== res || res._dumped === true || res.destroyed) return;
+    if (n === 0 || res._dumped === true || res.destroyed) return;
     const body = Buffer.allocUnsafe(n);
-    body.set(bytes.subarray(from, from + n));
+    body.set(n === out.length ? out : out.subarray(0, n));
     // As Node's parserOnBody: a full response stops reading its socket until it is read.
     if (!res.push(body)) this.socket.pause();
   }
 
+  /** After the parser went through a read: ends the bypass with the body, checks the two agree. */
+  afterRead(): void {
+    const { framing, res, socket } = this;
+    // The parser frames the same bytes: a disagreement would lose data, so it breaks the response.
+    if (!socket.destroyed) {
+      if (framing.failure !== undefined) this.break(`upstream body framing not understood (${framing.failure})`);
+      else if (framing.done !== res.complete) this.break('upstream body and message ended apart');
+    }
+    if (res.complete || this.parser.incoming !== res || socket.destroyed) this.restore();
+    this.onRead?.();
+  }
+
+  private readonly nextHeaders = (...args: unknown[]): unknown => {
+    this.restore();
+    return this.onHeadersComplete.apply(this.parser, args);
+  };
+
   private break(reason: string): void {
     this.restore();
-    if (!this.socket.destroyed) this.socket.destroy(Object.assign(new Error(reason), { code: 'ECONNRESET' }));
+    this.socket.destroy(Object.assign(new Error(reason), { code: 'ECONNRESET' }));
   }
 
   /** Gives the parser its callbacks back (it may serve another response next). */
   private readonly restore = (): void => {
     const { parser, found, socket } = this;
-    if (socket[kBypass] !== this) return;
-    socket[kBypass] = undefined;
+    if (socket[kBypass] === this) socket[kBypass] = undefined;
     socket.off('close', this.restore);
+    if (parser[found.headers] !== this.nextHeaders) return;
     parser[found.body] = found.onBody;
-    if (parser[found.complete] === this.onMessageComplete) parser[found.complete] = this.original;
+    parser[found.headers] = this.onHeadersComplete;
   };
 }
 
