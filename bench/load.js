@@ -6,15 +6,19 @@
 //            the socket paused (socket.pause()) once over budget and resumed by a timer,
 //            so the sender's socket really fills up
 //   stalled  stop reading after the first event
-// Raw sockets (not the http module) give exact control over when the kernel is read.
+// Raw sockets (not the http module) give exact control over when the kernel is read. Streams open
+// in batches (spec.rampBatch every spec.rampDelayMs) or at a steady rate (spec.openRatePerS); each
+// records its time to first byte and to first event. The resume scenario's clients are in
+// lib/resume-clients.js.
 //
-// IPC: {cmd:'start', spec} → {type:'started'}; {cmd:'freeze'} → {type:'frozen'}; {cmd:'unfreeze'} → {type:'unfrozen'};
+// IPC: {cmd:'start', spec} → {type:'started'}; {cmd:'resume', spec} → {type:'detached'}, {type:'resumed'}; {cmd:'freeze'} → {type:'frozen'}; {cmd:'unfreeze'} → {type:'unfrozen'};
 //      {cmd:'snapshot'} → {type:'snapshot'};
 //      {cmd:'stop', drainMs, maxDrainMs, idleMs, lateMs, debugUrl, upstreamPort} → {type:'result'}
 const net = require('node:net');
 const fs = require('node:fs');
 const { performance } = require('node:perf_hooks');
 const { linksOfPort, tcpQueues } = require('./lib/kernel-tcp');
+const { runResume } = require('./lib/resume-clients');
 
 const FFFD = Buffer.from([0xef, 0xbf, 0xbd]);
 const ERR_MARK = Buffer.from('event: error');
@@ -22,6 +26,8 @@ const ERR_MARK = Buffer.from('event: error');
 // `data: {"error":{...,"code":"ERR_TIDEGATE_..."}}`. The upstream never sends `"error":`.
 const ERR_MARK_OPENAI = Buffer.from('data: {"error":');
 const DONE_MARK = Buffer.from('[DONE]');
+// The Responses API has no [DONE]: its stream ends with this event.
+const DONE_MARK_RESPONSES = Buffer.from('event: response.completed');
 const clients = [];
 let frozen = false;
 let slowTimer = null;
@@ -80,6 +86,9 @@ class Client {
     this.failed = null;
     this.status = 0;
     this.openedAt = 0;
+    this.openedHr = 0; // performance.now() at connect(), for set-up times below a millisecond
+    this.firstByteMs = null; // first response byte, ms after openedHr
+    this.firstEventMs = null; // first complete event, ms after openedHr
     this.firstEventAt = 0;
     this.lastEventAt = 0;
     this.endedAt = 0;
@@ -125,6 +134,7 @@ class Client {
     const bufSize = this.mode === 'fast' ? 65536 : this.mode === 'slow' ? 512 : 4096;
     const buffer = sharedBuffers[bufSize] || (sharedBuffers[bufSize] = Buffer.allocUnsafe(bufSize));
     this.openedAt = Date.now();
+    this.openedHr = performance.now();
     const sock = net.connect({
       host: '127.0.0.1',
       port: this.spec.port,
@@ -134,12 +144,12 @@ class Client {
     sock.setNoDelay(true);
     sock.on('connect', () => {
       this.localPort = sock.localPort;
-      const body = JSON.stringify({
-        model: 'bench',
-        stream: true,
-        user: this.tag,
-        messages: [{ role: 'user', content: 'bench' }],
-      });
+      // The upstream tags its stream with the body's `user` field (both APIs have one).
+      const body = JSON.stringify(
+        this.spec.path.startsWith('/v1/responses')
+          ? { model: 'bench', stream: true, user: this.tag, input: 'bench' }
+          : { model: 'bench', stream: true, user: this.tag, messages: [{ role: 'user', content: 'bench' }] },
+      );
       sock.write(
         `POST ${this.spec.path} HTTP/1.1\r\nHost: 127.0.0.1:${this.spec.port}\r\nAccept: text/event-stream\r\n` +
           `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
@@ -154,6 +164,7 @@ class Client {
 
   /** Returns false to pause the socket (net `onread` contract). */
   onRead(buf) {
+    if (this.rawBytes === 0) this.firstByteMs = performance.now() - this.openedHr;
     this.rawBytes += buf.length;
     if (!this.inBody) {
       this.head = Buffer.concat([this.head, buf]);
@@ -241,13 +252,16 @@ class Client {
         this.errorCode = m ? m[1] : 'unknown';
       }
     }
-    if (!this.sawDone && scan.indexOf(DONE_MARK) >= 0) this.sawDone = true;
+    if (!this.sawDone && (scan.indexOf(DONE_MARK) >= 0 || scan.indexOf(DONE_MARK_RESPONSES) >= 0)) this.sawDone = true;
     // Event boundaries: count "\n\n" (our upstream and SSE encoders use LF endings).
     let j = -1;
     let newEvents = 0;
     while ((j = scan.indexOf('\n\n', j + 1)) >= 0) if (j + 2 > this.tail.length) newEvents++;
     if (newEvents) {
-      if (!this.firstEventAt) this.firstEventAt = t;
+      if (!this.firstEventAt) {
+        this.firstEventAt = t;
+        this.firstEventMs = performance.now() - this.openedHr;
+      }
       this.lastEventAt = t;
       this.events += newEvents;
       if (this.mode === 'stalled') this.stalledNow = true;
@@ -316,6 +330,8 @@ class Client {
       ended: this.ended,
       failed: this.failed,
       openedAt: this.openedAt,
+      firstByteMs: this.firstByteMs,
+      firstEventMs: this.firstEventMs,
       firstEventAt: this.firstEventAt,
       lastEventAt: this.lastEventAt,
       endedAt: this.endedAt,
@@ -338,6 +354,21 @@ async function startAll(spec) {
   clients.length = 0;
   frozen = false;
   clearInterval(slowTimer);
+  if (spec.openRatePerS > 0) {
+    // A steady arrival rate: every 5 ms, open the streams due by now (at most spec.clients).
+    const t0 = performance.now();
+    while (clients.length < spec.clients) {
+      const due = Math.min(spec.clients, Math.floor(((performance.now() - t0) * spec.openRatePerS) / 1000) + 1);
+      while (clients.length < due) {
+        const c = new Client(spec, clients.length);
+        clients.push(c);
+        c.connect();
+      }
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    slowTimer = setInterval(slowTick, 50);
+    return;
+  }
   const batch = spec.rampBatch || 200;
   for (let i = 0; i < spec.clients; i += batch) {
     for (let k = i; k < Math.min(spec.clients, i + batch); k++) {
@@ -360,6 +391,13 @@ process.on('message', async (msg) => {
     if (msg.cmd === 'start') {
       await startAll(msg.spec);
       process.send({ type: 'started' });
+    } else if (msg.cmd === 'resume') {
+      // The resume scenario's clients (lib/resume-clients.js); 'detached' when all have dropped.
+      const summaries = await runResume(msg.spec, async () => {
+        process.send({ type: 'detached' });
+        await new Promise((r) => setTimeout(r, msg.spec.sampleMs || 300));
+      });
+      process.send({ type: 'resumed', clients: summaries });
     } else if (msg.cmd === 'freeze') {
       frozen = true;
       for (const c of clients) if (!c.ended) c.sock.pause();

@@ -8,57 +8,113 @@ const { execFileSync } = require('node:child_process');
 const procs = require('./lib/procs');
 
 const ROOT = path.resolve(__dirname, '..');
-// BENCH_GATEWAY_CLI=/path/to/dist/gateway/cli.js benchmarks another build (before/after comparisons).
+// BENCH_GATEWAY_CLI=/path/to/dist/gateway/cli.js benchmarks another build.
 const GATEWAY_CLI = process.env.BENCH_GATEWAY_CLI || path.join(ROOT, 'dist/gateway/cli.js');
 
 /** Default tidegate policy; scenarios override fields. */
 const DEFAULT_POLICY = { maxBufferedBytes: 65536, stallTimeoutMs: 30000, overflow: 'pause', heartbeatMs: 15000 };
 
 /**
- * The tidegate gateway command line. Serves both the OpenAI route (/v1/chat/completions →
- * UPSTREAM_URL) and a generic passthrough route (/sse → upstream /sse) from one process.
+ * Admission limits off: the baselines have none, and every bench client comes from 127.0.0.1
+ * (the per-client default of 100 streams would refuse most of S1 and S4).
  */
-function tidegateCommand({ port, upstreamUrl, policy }) {
+const BENCH_LIMITS = { maxConnections: 0, maxStreams: 0, maxStreamsPerClient: 0 };
+
+/** Text of a build's file, '' when absent. */
+function readText(file) {
+  try {
+    return fs.readFileSync(file, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+/** The dist/ folder of a build, from its CLI path. */
+const distOf = (cli) => path.resolve(path.dirname(cli), '..');
+
+/**
+ * Flags the built CLI declares (its parseArgs option names), so the bench runs against an
+ * in-progress or older gateway without passing flags it would reject. null = cannot tell, pass all.
+ */
+function cliFlags(cli = GATEWAY_CLI) {
+  const text = readText(cli);
+  const set = new Set();
+  for (const m of text.matchAll(/['"]?([a-z][a-z-]*)['"]?\s*:\s*\{\s*type\s*:/g)) set.add(`--${m[1]}`);
+  return set.size ? set : null;
+}
+
+/** Whether a build's gateway serves `route` (a path string in its compiled gateway or providers). */
+function buildServes(cli, route) {
+  return buildMentions(cli, `'${route}'`);
+}
+
+/** Whether a .js file of a build's compiled gateway or providers contains `needle`. */
+function buildMentions(cli, needle) {
+  const dist = distOf(cli);
+  const stack = ['gateway', 'providers'].map((d) => path.join(dist, d));
+  while (stack.length) {
+    const dir = stack.pop();
+    let entries = [];
+    try {
+      entries = fs.readdirSync(dir, { withFileTypes: true });
+    } catch {
+      continue;
+    }
+    for (const e of entries) {
+      const p = path.join(dir, e.name);
+      if (e.isDirectory()) stack.push(p);
+      else if (e.name.endsWith('.js') && readText(p).includes(needle)) return true;
+    }
+  }
+  return false;
+}
+
+function deepMerge(a, b) {
+  const out = { ...a };
+  for (const [k, v] of Object.entries(b || {})) out[k] = v && typeof v === 'object' && !Array.isArray(v) && out[k] && typeof out[k] === 'object' ? deepMerge(out[k], v) : v;
+  return out;
+}
+
+/**
+ * The tidegate gateway command line. Serves the OpenAI route (/v1/chat/completions → UPSTREAM_URL,
+ * and /v1/responses where the build has it) and a passthrough route (/sse → upstream /sse) from one
+ * process. `config` (a gateway configuration object, e.g. `{stream: {kernelUnsentBytes: 0}}`) is
+ * written to a JSON file passed with `--config`, merged over the bench's admission limits.
+ * Returns {cmd, args, env, unsupported, configFile}.
+ */
+function tidegateCommand({ cli = GATEWAY_CLI, port, upstreamUrl, policy, config, tmpDir }) {
   const p = { ...DEFAULT_POLICY, ...(policy || {}) };
+  const supported = cliFlags(cli);
+  let configFile = null;
+  const has = (k) => supported === null || supported.has(k);
+  if (has('--config')) {
+    const limits = buildMentions(cli, 'maxStreamsPerClient') ? { limits: BENCH_LIMITS } : {};
+    const merged = deepMerge(limits, config || {});
+    if (Object.keys(merged).length) {
+      configFile = path.join(tmpDir || os.tmpdir(), `tidegate-bench-config-${port}.json`);
+      if (tmpDir) fs.writeFileSync(configFile, JSON.stringify(merged, null, 1));
+    }
+  }
   const flags = [
+    ['--config', configFile || undefined],
     ['--passthrough', `/sse=${upstreamUrl}/sse`],
     ['--max-buffered-bytes', String(p.maxBufferedBytes)],
     ['--stall-timeout-ms', String(p.stallTimeoutMs)],
     ['--overflow', p.overflow],
     ['--heartbeat-ms', String(p.heartbeatMs)],
     // GET /debug/streams: the bench asks which link holds a stream that did not finish.
-    ['--debug-streams'],
+    ['--debug-streams', true],
   ];
-  const supported = cliFlags();
   // BENCH_GATEWAY_NODE_FLAGS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles the gateway process.
   const nodeFlags = (process.env.BENCH_GATEWAY_NODE_FLAGS || '').split(/\s+/).filter(Boolean);
-  const args = [...nodeFlags, GATEWAY_CLI, '--port', String(port)];
+  const args = [...nodeFlags, cli, '--port', String(port)];
   const unsupported = [];
   for (const [k, v] of flags) {
-    if (supported === null || supported.has(k)) args.push(k, ...(v === undefined ? [] : [v]));
+    if (v === undefined) continue;
+    if (has(k)) args.push(k, ...(v === true ? [] : [v]));
     else unsupported.push(k);
   }
-  return {
-    cmd: process.execPath,
-    args,
-    unsupported,
-    env: { PORT: String(port), HOST: '127.0.0.1', UPSTREAM_URL: upstreamUrl, NODE_ENV: 'production' },
-  };
-}
-
-/**
- * Flags the built CLI declares (its parseArgs option names), so the bench runs against an
- * in-progress gateway without passing flags it would reject. null = cannot tell, pass all.
- */
-function cliFlags() {
-  try {
-    const text = fs.readFileSync(GATEWAY_CLI, 'utf8');
-    const set = new Set();
-    for (const m of text.matchAll(/['"]?([a-z][a-z-]*)['"]?\s*:\s*\{\s*type\s*:/g)) set.add(`--${m[1]}`);
-    return set.size ? set : null;
-  } catch {
-    return null;
-  }
+  return { cmd: process.execPath, args, unsupported, configFile, env: { PORT: String(port), HOST: '127.0.0.1', UPSTREAM_URL: upstreamUrl, NODE_ENV: 'production' } };
 }
 
 function nginxBinary() {
@@ -74,7 +130,8 @@ function nginxBinary() {
   }
 }
 
-function nginxConfig(dir, port, upstreamPort, fdHard) {
+/** nginx.conf for a proxy on `port` to the fake upstream; `listenOpts` e.g. 'sndbuf=64k'. */
+function nginxConfig(dir, port, upstreamPort, fdHard, listenOpts = '') {
   const conns = Math.max(1024, fdHard - 100);
   for (const d of ['body', 'proxy', 'fastcgi', 'uwsgi', 'scgi']) fs.mkdirSync(path.join(dir, d), { recursive: true });
   const user = process.getuid && process.getuid() === 0 ? 'user root root;' : '';
@@ -94,7 +151,7 @@ http {
   scgi_temp_path ${dir}/scgi;
   upstream bench_up { server 127.0.0.1:${upstreamPort}; keepalive 256; }
   server {
-    listen 127.0.0.1:${port} backlog=4096;
+    listen 127.0.0.1:${port} backlog=4096${listenOpts ? ' ' + listenOpts : ''};
     location / {
       proxy_pass http://bench_up;
       proxy_http_version 1.1;
@@ -110,69 +167,109 @@ http {
 `;
 }
 
+function nginxTarget(nginx, name, label, listenOpts) {
+  return {
+    name,
+    label,
+    path: '/sse',
+    available: () => (nginx ? { ok: true } : { ok: false, why: 'nginx not installed (apt-get install nginx-light)' }),
+    start: async (ctx) => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tidegate-bench-nginx-'));
+      const up = new URL(ctx.upstreamUrl);
+      const conf = path.join(dir, 'nginx.conf');
+      fs.writeFileSync(conf, nginxConfig(dir, ctx.port, Number(up.port), procs.fdLimits().hard, listenOpts));
+      const rec = procs.start(name, nginx, ['-p', dir, '-c', conf], {});
+      await procs.waitForPort(ctx.port, 10000, rec);
+      await procs.sleep(200); // let the worker start
+      return { rec, port: ctx.port, sampleChildren: true, cleanup: () => fs.rmSync(dir, { recursive: true, force: true }) };
+    },
+  };
+}
+
+function hpmInstalled() {
+  try {
+    require.resolve('http-proxy-middleware', { paths: [ROOT] });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /**
- * All targets. `path` is the request path clients use; `start(ctx)` returns a running handle
- * {rec, port, sampleChildren}. `available()` says whether it can run here (and why not).
+ * The tidegate targets of one build. `suffix` ('' for the current build, '@before' for --ref,
+ * '~label' for a --variant) is appended to each name; `config` is passed to every one of them.
  */
-function targets() {
-  const nginx = nginxBinary();
+function tidegateTargets({ cli = GATEWAY_CLI, suffix = '', labelSuffix = '', config = null, before = false, variant = null, variantScenarios = null } = {}) {
+  const built = () => (fs.existsSync(cli) ? { ok: true } : { ok: false, why: `${path.relative(ROOT, cli)} not built` });
+  const mk = (base, label, routePath, extraCheck) => ({
+    name: base + suffix,
+    baseName: base,
+    label: label + labelSuffix,
+    path: routePath,
+    tidegate: true,
+    before,
+    variant,
+    variantScenarios,
+    config,
+    cli,
+    available: () => {
+      const a = built();
+      return a.ok && extraCheck ? extraCheck() : a;
+    },
+    start: (ctx) => startTidegate(base + suffix, { ...ctx, cli, config: ctx.config || config }),
+  });
   return [
-    {
-      name: 'naive',
-      label: 'naive Express proxy',
-      path: '/sse',
-      available: () => ({ ok: true }),
-      start: (ctx) => startNode('naive', [path.join(__dirname, 'baselines.js'), '--mode', 'naive', '--port', String(ctx.port), '--upstream', ctx.upstreamUrl], ctx),
-    },
-    {
-      name: 'pipeline',
-      label: 'stream.pipeline() proxy',
-      path: '/sse',
-      available: () => ({ ok: true }),
-      start: (ctx) => startNode('pipeline', [path.join(__dirname, 'baselines.js'), '--mode', 'pipeline', '--port', String(ctx.port), '--upstream', ctx.upstreamUrl], ctx),
-    },
-    {
-      name: 'nginx',
-      label: 'nginx proxy_buffering off',
-      path: '/sse',
-      available: () => (nginx ? { ok: true } : { ok: false, why: 'nginx not installed (apt-get install nginx-light)' }),
-      start: async (ctx) => {
-        const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tidegate-bench-nginx-'));
-        const up = new URL(ctx.upstreamUrl);
-        const conf = path.join(dir, 'nginx.conf');
-        fs.writeFileSync(conf, nginxConfig(dir, ctx.port, Number(up.port), procs.fdLimits().hard));
-        const rec = procs.start('nginx', nginx, ['-p', dir, '-c', conf], {});
-        await procs.waitForPort(ctx.port, 10000, rec);
-        await procs.sleep(200); // let the worker start
-        return { rec, port: ctx.port, sampleChildren: true, cleanup: () => fs.rmSync(dir, { recursive: true, force: true }) };
-      },
-    },
-    {
-      name: 'tidegate-pass',
-      label: 'tidegate passthrough',
-      path: '/sse',
-      tidegate: true,
-      available: () => {
-        const a = gatewayAvailable();
-        if (!a.ok) return a;
-        const f = cliFlags();
-        return f && !f.has('--passthrough') ? { ok: false, why: 'this gateway build has no --passthrough flag yet' } : a;
-      },
-      start: (ctx) => startTidegate('tidegate-pass', ctx),
-    },
-    {
-      name: 'tidegate-openai',
-      label: 'tidegate OpenAI adapter',
-      path: '/v1/chat/completions',
-      tidegate: true,
-      available: gatewayAvailable,
-      start: (ctx) => startTidegate('tidegate-openai', ctx),
-    },
+    mk('tidegate-pass', 'tidegate passthrough', '/sse', () => {
+      const f = cliFlags(cli);
+      return f && !f.has('--passthrough') ? { ok: false, why: 'this gateway build has no --passthrough flag' } : { ok: true };
+    }),
+    mk('tidegate-openai', 'tidegate OpenAI route', '/v1/chat/completions'),
+    mk('tidegate-responses', 'tidegate Responses route', '/v1/responses', () => (buildServes(cli, '/v1/responses') ? { ok: true } : { ok: false, why: 'this gateway build has no POST /v1/responses route' })),
   ];
 }
 
-function gatewayAvailable() {
-  return fs.existsSync(GATEWAY_CLI) ? { ok: true } : { ok: false, why: `${path.relative(ROOT, GATEWAY_CLI)} not built` };
+/**
+ * All targets, in run order. `path` is the request path clients use; `start(ctx)` returns a
+ * running handle {rec, port, sampleChildren}; `available()` says whether it can run here (and why
+ * not). `opts.ref` ({cli, commit}): the --ref build's tidegate targets, `<name>@before`, each
+ * placed right after its current counterpart. `opts.variants` ([{label, config}]): more tidegate
+ * targets, `<name>~<label>`, run with that gateway configuration.
+ */
+function targets(opts = {}) {
+  const nginx = nginxBinary();
+  const node = (name, label, mode) => ({
+    name,
+    label,
+    path: '/sse',
+    available: () => (mode !== 'hpm' || hpmInstalled() ? { ok: true } : { ok: false, why: 'http-proxy-middleware not installed' }),
+    start: (ctx) => startNode(name, [path.join(__dirname, 'baselines.js'), '--mode', mode, '--port', String(ctx.port), '--upstream', ctx.upstreamUrl], ctx),
+  });
+  const list = [
+    node('naive', 'naive Express proxy', 'naive'),
+    node('pipeline', 'http.request + pipeline() proxy', 'pipeline'),
+    node('fetch-pipeline', 'fetch + pipeline() proxy', 'fetch'),
+    node('hpm', 'http-proxy-middleware', 'hpm'),
+    nginxTarget(nginx, 'nginx', 'nginx', ''),
+    nginxTarget(nginx, 'nginx-sndbuf64k', 'nginx, listen sndbuf=64k', 'sndbuf=64k'),
+  ];
+  const current = tidegateTargets();
+  const before = opts.ref ? tidegateTargets({ cli: opts.ref.cli, suffix: '@before', labelSuffix: ' (before)', before: true }) : [];
+  const variants = [...(opts.variants || []), ...autoVariants()].map((v) => ({ ...v, targets: tidegateTargets({ suffix: `~${v.label}`, labelSuffix: ` (${v.label})`, config: v.config, variant: v.label, variantScenarios: v.scenarios || null }) }));
+  current.forEach((t, i) => {
+    list.push(t);
+    if (before[i]) list.push(before[i]);
+    for (const v of variants) if (!v.only || v.only.includes(t.name)) list.push(v.targets[i]);
+  });
+  return list;
+}
+
+/**
+ * Variants every full run adds once the build has the setting: the passthrough route with the
+ * kernel's own unsent-queue size (`stream.kernelUnsentBytes: 0`) beside the default, in S1 and S2.
+ */
+function autoVariants() {
+  if (!buildMentions(GATEWAY_CLI, 'kernelUnsentBytes')) return [];
+  return [{ label: 'kernelUnsentBytes 0', config: { stream: { kernelUnsentBytes: 0 } }, only: ['tidegate-pass'], scenarios: ['S1', 'S2'], auto: true }];
 }
 
 async function startNode(name, args, ctx) {
@@ -184,10 +281,18 @@ async function startNode(name, args, ctx) {
 }
 
 async function startTidegate(name, ctx) {
-  const c = tidegateCommand({ port: ctx.port, upstreamUrl: ctx.upstreamUrl, policy: ctx.policy });
-  const rec = procs.start(name, c.cmd, c.args, { cwd: ROOT, env: c.env });
-  await procs.waitForPort(ctx.port, 15000, rec);
-  return { rec, port: ctx.port, sampleChildren: false, command: [c.cmd, ...c.args].join(' '), unsupported: c.unsupported };
+  const tmpDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tidegate-bench-gw-'));
+  const cleanup = () => fs.rmSync(tmpDir, { recursive: true, force: true });
+  const c = tidegateCommand({ cli: ctx.cli, port: ctx.port, upstreamUrl: ctx.upstreamUrl, policy: ctx.policy, config: ctx.config, tmpDir });
+  const rec = procs.start(name, c.cmd, c.args, { cwd: path.resolve(distOf(ctx.cli || GATEWAY_CLI), '..'), env: c.env });
+  try {
+    await procs.waitForPort(ctx.port, 15000, rec);
+  } catch (e) {
+    await procs.stop(rec);
+    cleanup();
+    throw e;
+  }
+  return { rec, port: ctx.port, sampleChildren: false, command: [c.cmd, ...c.args].join(' '), unsupported: c.unsupported, cleanup };
 }
 
-module.exports = { targets, tidegateCommand, cliFlags, DEFAULT_POLICY, GATEWAY_CLI, nginxBinary };
+module.exports = { targets, autoVariants, tidegateCommand, cliFlags, DEFAULT_POLICY, BENCH_LIMITS, GATEWAY_CLI, nginxBinary, buildServes };

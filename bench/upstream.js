@@ -1,14 +1,19 @@
 'use strict';
 // Fake OpenAI-compatible upstream for the bench. Every path except /_* answers with an SSE stream
-// of `chat.completion.chunk` events (CJK + emoji content), produced at a configured rate, and
-// honours backpressure: while res.write() is false it produces nothing until 'drain'.
+// of `chat.completion.chunk` events (CJK + emoji content; on /v1/responses the Responses API's
+// `response.output_text.delta` events, ending with `response.completed`), produced at a configured
+// rate, and honours backpressure: while res.write() is false it produces nothing until 'drain'.
 // It records, per stream, how many bytes it managed to write: `written` (SSE payload bytes handed
 // to res.write) and `wire` (the same plus HTTP/1.1 chunk framing, i.e. what the kernel queues hold;
 // response headers excluded), so the bench can convert kernel queue bytes back to payload bytes.
 //
 // Control API (the bench sets one config per scenario/cell; stats reset with each config):
-//   POST /_config  {rate, eventBytes, durationMs, maxBytes, ts, tickMs}
-//                  rate = events/s per stream (0 = unlimited), ts = embed emit timestamps
+//   POST /_config  {rate, eventBytes, durationMs, maxBytes, ts, tickMs, chunk, firstEventNow, seq}
+//                  rate = events/s per stream (0 = unlimited), ts = embed emit timestamps,
+//                  chunk = 'batch' (many events per res.write(), the default) or 'event' (one
+//                  res.write(), so one HTTP chunk, per event, as LLM servers write tokens),
+//                  firstEventNow = write the first event with the headers (set-up time),
+//                  seq = number every event's content (`[n=<k>]`, for loss/duplicate checks)
 //   GET  /_stats   per-stream records
 //   POST /_freeze  stop producing on every stream (for a consistent memory snapshot)
 //   POST /_unfreeze
@@ -22,7 +27,7 @@ const port = Number(args[args.indexOf('--port') + 1] || 0);
 
 const TEXT = '流式传输的背压🌊不会丢字节テスト😀한국어 데이터🚀emoji✨漢字と絵文字🎉';
 
-let cfg = { rate: 100, eventBytes: 150, durationMs: 5000, maxBytes: 64 << 20, ts: false, tickMs: 10 };
+let cfg = { rate: 100, eventBytes: 150, durationMs: 5000, maxBytes: 64 << 20, ts: false, tickMs: 10, chunk: 'batch', firstEventNow: false, seq: false };
 let epoch = 0;
 let streams = [];
 let frozen = false;
@@ -46,33 +51,53 @@ const CHUNK_HEAD = '{"id":"chatcmpl-bench","object":"chat.completion.chunk","cre
 const CHUNK_TAIL = '},"finish_reason":null}]}';
 const FRAME_OVERHEAD = Buffer.byteLength(`data: ${CHUNK_HEAD}""${CHUNK_TAIL}\n\n`);
 
-function eventText(content) {
-  return `data: ${CHUNK_HEAD}${JSON.stringify(content)}${CHUNK_TAIL}\n\n`;
-}
+/**
+ * The two wire shapes: OpenAI chat chunks (`data:` only, `[DONE]` at the end) and the Responses
+ * API (`event: <type>` + `data:`; no `[DONE]`, the stream ends with `response.completed`). The
+ * bench reuses one buffer per event, so a Responses delta's `sequence_number` does not grow.
+ */
+const SHAPES = {
+  chat: {
+    event: (content) => `data: ${CHUNK_HEAD}${JSON.stringify(content)}${CHUNK_TAIL}\n\n`,
+    head: '',
+    final: `data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1700000000,"model":"bench","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n`,
+  },
+  responses: {
+    event: (content) => `event: response.output_text.delta\ndata: {"type":"response.output_text.delta","sequence_number":2,"item_id":"msg_bench","output_index":0,"content_index":0,"delta":${JSON.stringify(content)}}\n\n`,
+    head:
+      'event: response.created\ndata: {"type":"response.created","sequence_number":0,"response":{"id":"resp_bench","object":"response","created_at":1700000000,"status":"in_progress","model":"bench","output":[]}}\n\n' +
+      'event: response.output_item.added\ndata: {"type":"response.output_item.added","sequence_number":1,"output_index":0,"item":{"id":"msg_bench","type":"message","status":"in_progress","role":"assistant","content":[]}}\n\n',
+    final:
+      'event: response.completed\ndata: {"type":"response.completed","sequence_number":3,"response":{"id":"resp_bench","object":"response","created_at":1700000000,"status":"completed","model":"bench","output":[],"usage":{"input_tokens":1,"output_tokens":1,"total_tokens":2}}}\n\n',
+  },
+};
+const FRAME_OVERHEAD_OF = { chat: FRAME_OVERHEAD, responses: Buffer.byteLength(SHAPES.responses.event('')) };
 
 let cachedContent = '';
-let cachedEvent = Buffer.alloc(0);
-let cachedBatch = Buffer.alloc(0);
+const cached = {}; // shape → {event, batch, head, final} Buffers
 function rebuild() {
-  const contentBytes = Math.max(4, cfg.eventBytes - FRAME_OVERHEAD);
-  cachedContent = contentOf(contentBytes);
-  cachedEvent = Buffer.from(eventText(cachedContent));
-  const n = Math.max(1, Math.floor(65536 / cachedEvent.length));
-  cachedBatch = Buffer.concat(Array.from({ length: n }, () => cachedEvent));
+  cachedContent = contentOf(Math.max(4, cfg.eventBytes - FRAME_OVERHEAD));
+  for (const [name, sh] of Object.entries(SHAPES)) {
+    const event = Buffer.from(sh.event(contentOf(Math.max(4, cfg.eventBytes - FRAME_OVERHEAD_OF[name]))));
+    const n = Math.max(1, Math.floor(65536 / event.length));
+    cached[name] = { event, batch: Buffer.concat(Array.from({ length: n }, () => event)), head: Buffer.from(sh.head), final: Buffer.from(sh.final) };
+  }
 }
 rebuild();
 
-const FINAL = Buffer.from(
-  `data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1700000000,"model":"bench","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n`,
-);
-
+/** `n` events of stream `st` as one Buffer (timestamped or numbered when the config says so). */
 function makeEvents(st, n) {
-  if (!cfg.ts) {
-    if (n === 1) return cachedEvent;
-    return Buffer.concat(Array.from({ length: n }, () => cachedEvent));
+  const c = cached[st.shape];
+  if (!cfg.ts && !cfg.seq) {
+    if (n === 1) return c.event;
+    if (n * c.event.length === c.batch.length) return c.batch;
+    return Buffer.concat(Array.from({ length: n }, () => c.event));
   }
   let s = '';
-  for (let i = 0; i < n; i++) s += eventText(`[ts=${nowMs().toFixed(3)}]${cachedContent}`);
+  for (let i = 0; i < n; i++) {
+    const mark = `${cfg.seq ? `[n=${st.events + i + 1}]` : ''}${cfg.ts ? `[ts=${nowMs().toFixed(3)}]` : ''}`;
+    s += SHAPES[st.shape].event(mark + cachedContent);
+  }
   return Buffer.from(s);
 }
 
@@ -99,9 +124,10 @@ function finish(st, state) {
   st.endedAt = Date.now() - st.startedAt;
   active.delete(st);
   if (state === 'done') {
-    st.written += FINAL.length;
-    st.wire += wireOf(st, FINAL.length) + (st.res.chunkedEncoding ? 5 : 0); // + last chunk "0\r\n\r\n"
-    st.res.end(FINAL);
+    const fin = cached[st.shape].final;
+    st.written += fin.length;
+    st.wire += wireOf(st, fin.length) + (st.res.chunkedEncoding ? 5 : 0); // + last chunk "0\r\n\r\n"
+    st.res.end(fin);
   }
 }
 
@@ -119,10 +145,14 @@ function pumpUnlimited(st) {
   if (st.state !== 'open' || st.blocked || frozen) return;
   const limit = st.cfg.maxBytes;
   let budget = 256 * 1024; // per turn, so streams share the loop fairly
+  const c = cached[st.shape];
+  const perEvent = st.cfg.chunk === 'event';
+  const batchEvents = c.batch.length / c.event.length;
   while (budget > 0) {
     if (st.written >= limit || Date.now() - st.startedAt >= st.cfg.durationMs) return finish(st, 'done');
-    const ok = write(st, cachedBatch, cachedBatch.length / cachedEvent.length);
-    budget -= cachedBatch.length;
+    const buf = perEvent ? makeEvents(st, 1) : st.cfg.seq ? makeEvents(st, batchEvents) : c.batch;
+    const ok = write(st, buf, perEvent ? 1 : batchEvents);
+    budget -= buf.length;
     if (!ok) return;
   }
   setImmediate(() => pumpUnlimited(st));
@@ -141,7 +171,9 @@ function tick() {
     if (due <= 0) continue;
     const n = Math.min(due, 5000);
     st.schedSent += due;
-    write(st, makeEvents(st, n), n);
+    if (st.cfg.chunk === 'event') {
+      for (let k = 0; k < n; k++) if (!write(st, makeEvents(st, 1), 1)) break;
+    } else write(st, makeEvents(st, n), n);
   }
 }
 let ticker = setInterval(tick, cfg.tickMs);
@@ -168,7 +200,7 @@ function json(res, code, obj) {
 const server = http.createServer(async (req, res) => {
   const body = await readBody(req);
   if (req.url.startsWith('/_config')) {
-    cfg = { ...cfg, ...JSON.parse(body || '{}') };
+    cfg = { rate: 100, eventBytes: 150, durationMs: 5000, maxBytes: 64 << 20, ts: false, tickMs: 10, chunk: 'batch', firstEventNow: false, seq: false, ...JSON.parse(body || '{}') };
     rebuild();
     clearInterval(ticker);
     ticker = setInterval(tick, cfg.tickMs);
@@ -177,12 +209,12 @@ const server = http.createServer(async (req, res) => {
     streams = [];
     frozen = false;
     epoch++;
-    return json(res, 200, { ok: true, cfg, eventBytes: cachedEvent.length });
+    return json(res, 200, { ok: true, cfg, eventBytes: cached.chat.event.length });
   }
   if (req.url.startsWith('/_stats')) {
     return json(res, 200, {
       epoch,
-      eventBytes: cachedEvent.length,
+      eventBytes: cached.chat.event.length,
       streams: streams.map((s) => ({
         id: s.id,
         tag: s.tag,
@@ -243,11 +275,15 @@ const server = http.createServer(async (req, res) => {
     endedAt: null,
     schedT0: Date.now(),
     schedSent: 0,
+    shape: req.url.startsWith('/v1/responses') ? 'responses' : 'chat',
   };
   if (streams.length < 50000) streams.push(st);
   active.add(st);
   res.on('drain', () => onDrain(st));
   res.on('close', () => finish(st, 'aborted'));
+  const head = cached[st.shape].head;
+  if (head.length) write(st, head, 0);
+  if (cfg.firstEventNow) write(st, makeEvents(st, 1), 1);
   if (cfg.rate === 0) setImmediate(() => pumpUnlimited(st));
 });
 server.keepAliveTimeout = 60000;

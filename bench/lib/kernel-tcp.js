@@ -131,4 +131,66 @@ function linksOfPort(port) {
   return { sender, receiver };
 }
 
-module.exports = { KernelTcpWatch, linksOfPort, tcpQueues, tcpMemLimits, tcpMemPages };
+/**
+ * The kernel queues of one system under test's OWN sockets, apart from the fake upstream's and
+ * the load generator's: its client side (sockets whose local port is its listening port: the send
+ * queue towards the clients, `tx`, and what the clients sent and it has not read, `rx`) and its
+ * upstream side (sockets whose remote port is the fake upstream's: the receive queue of bytes the
+ * upstream sent that it has not read, `rx`, and its own unsent request bytes, `tx`). `sample()`
+ * reads /proc/net/tcp{,6} once; `result()` gives the peaks over the samples (bytes): the totals,
+ * the largest single socket, and the totals divided by the client-side sockets open then.
+ */
+class OwnSocketWatch {
+  constructor({ listenPort, upstreamPort }) {
+    this.listenPort = listenPort;
+    this.upstreamPort = upstreamPort;
+    this.samples = 0;
+    this.peak = { clientTx: 0, clientRx: 0, upstreamRx: 0, upstreamTx: 0, total: 0, clientSockets: 0, upstreamSockets: 0, totalPerClientSocket: 0 };
+    this.maxSocket = { clientTx: 0, upstreamRx: 0 };
+  }
+
+  sample() {
+    const now = { clientTx: 0, clientRx: 0, upstreamRx: 0, upstreamTx: 0, clientSockets: 0, upstreamSockets: 0 };
+    for (const f of ['/proc/net/tcp', '/proc/net/tcp6']) {
+      const text = read(f);
+      let i = text.indexOf('\n') + 1;
+      while (i > 0 && i < text.length) {
+        const end = text.indexOf('\n', i);
+        const line = text.slice(i, end < 0 ? text.length : end);
+        i = end < 0 ? -1 : end + 1;
+        const p = line.trim().split(/\s+/);
+        if (p.length < 5 || p[3] === '0A') continue; // 0A: listening
+        const lp = parseInt(p[1].slice(p[1].lastIndexOf(':') + 1), 16);
+        const rp = parseInt(p[2].slice(p[2].lastIndexOf(':') + 1), 16);
+        if (lp !== this.listenPort && rp !== this.upstreamPort) continue;
+        const c = p[4].indexOf(':');
+        const tx = parseInt(p[4].slice(0, c), 16);
+        const rx = parseInt(p[4].slice(c + 1), 16);
+        if (lp === this.listenPort) {
+          now.clientSockets++;
+          now.clientTx += tx;
+          now.clientRx += rx;
+          if (tx > this.maxSocket.clientTx) this.maxSocket.clientTx = tx;
+        } else {
+          now.upstreamSockets++;
+          now.upstreamRx += rx;
+          now.upstreamTx += tx;
+          if (rx > this.maxSocket.upstreamRx) this.maxSocket.upstreamRx = rx;
+        }
+      }
+    }
+    this.samples++;
+    const total = now.clientTx + now.clientRx + now.upstreamRx + now.upstreamTx;
+    for (const k of Object.keys(now)) this.peak[k] = Math.max(this.peak[k], now[k]);
+    this.peak.total = Math.max(this.peak.total, total);
+    if (now.clientSockets > 0) this.peak.totalPerClientSocket = Math.max(this.peak.totalPerClientSocket, total / now.clientSockets);
+    return { ...now, total };
+  }
+
+  result() {
+    if (this.samples === 0) this.sample();
+    return { samples: this.samples, peak: { ...this.peak }, maxSocket: { ...this.maxSocket } };
+  }
+}
+
+module.exports = { KernelTcpWatch, OwnSocketWatch, linksOfPort, tcpQueues, tcpMemLimits, tcpMemPages };

@@ -1,14 +1,14 @@
-import http from 'node:http';
-import https from 'node:https';
+import type http from 'node:http';
 import type { Readable } from 'node:stream';
 import nodeFetch from 'node-fetch';
 import { Flow } from '../flow/flow';
 import { fromReadable } from '../flow/sources/readable';
 import { fromReadableStream } from '../flow/sources/readable-stream';
+import type { SseAnswer, SseTransport } from './transport';
 
 /**
- * What {@link connectSse} passes to `fetch`. node-fetch 2 reads `agent` and `compress`; native
- * fetch (undici) ignores them.
+ * What `connectSse` passes to a caller's `fetch` (the `fetch` option). node-fetch 2 reads
+ * `agent` and `compress`; native fetch (undici) ignores them.
  */
 export interface SseFetchInit {
   method: string;
@@ -22,7 +22,7 @@ export interface SseFetchInit {
 
 /**
  * The part of a fetch `Response` the client reads. `body` is a Node `Readable` (node-fetch 2) or
- * a WHATWG `ReadableStream<Uint8Array>` (native fetch, undici), or `null`.
+ * a WHATWG `ReadableStream<Uint8Array>` (native fetch, undici).
  */
 export interface SseFetchResponse {
   readonly status: number;
@@ -33,30 +33,40 @@ export interface SseFetchResponse {
 /** A fetch function: node-fetch 2, native `fetch`, undici's `fetch`, or a test double. */
 export type SseFetch = (url: string, init: SseFetchInit) => Promise<SseFetchResponse>;
 
-/** node-fetch 2, the default {@link SseFetch}. */
+/**
+ * node-fetch 2 as an {@link SseFetch}, for a caller who wants node-fetch without tidegate's HTTP
+ * stack (its default agent, no connect or first-byte timeout). `connectSse` without a `fetch`
+ * uses tidegate's HTTP stack, which is node-fetch 2 too.
+ */
 export const nodeFetchSse: SseFetch = (url, init) => nodeFetch(url, init as never) as unknown as Promise<SseFetchResponse>;
 
-const agents = {
-  http: new http.Agent({ keepAlive: true, maxSockets: Infinity }),
-  https: new https.Agent({ keepAlive: true, maxSockets: Infinity }),
-};
-
-/**
- * The keep-alive agent {@link connectSse} uses by default: its own pool, separate from the
- * gateway's upstream agent and from Node's global agent, so SSE streams never queue behind (or
- * starve) other HTTP calls.
- */
-export function defaultSseAgent(url: URL): http.Agent {
-  return url.protocol === 'https:' ? agents.https : agents.http;
+/** @internal Attempts through a caller's `fetch`: its response adapted to an {@link SseAnswer}. */
+export function fetchTransport(fetch: SseFetch, agent: http.Agent | undefined): SseTransport {
+  return async (request, signal) => {
+    // `compress: true` keeps our `Accept-Encoding: identity` but lets node-fetch gunzip a server
+    // that compresses anyway: raw gzip bytes fed to the parser would end as an empty stream.
+    const response = await fetch(request.url.href, { method: request.method, headers: request.headers, body: request.body, signal, agent, compress: true });
+    return answerOf(response);
+  };
 }
 
-type NodeBody = Readable;
+function answerOf(response: SseFetchResponse): SseAnswer {
+  const { body } = response;
+  return {
+    status: response.status,
+    headers: response.headers,
+    body: () => bodyFlow(body),
+    text: (maxBytes) => readBodyText(body, maxBytes).catch(() => ''),
+    release: () => discardBody(body),
+  };
+}
+
 interface WebBody {
   getReader(): ReadableStreamDefaultReader<Uint8Array>;
 }
 
-function isNodeBody(body: unknown): body is NodeBody {
-  return typeof body === 'object' && body !== null && typeof (body as NodeBody).on === 'function' && typeof (body as NodeBody).pause === 'function';
+function isNodeBody(body: unknown): body is Readable {
+  return typeof body === 'object' && body !== null && typeof (body as Readable).on === 'function' && typeof (body as Readable).pause === 'function';
 }
 
 function isWebBody(body: unknown): body is WebBody {
@@ -66,13 +76,13 @@ function isWebBody(body: unknown): body is WebBody {
 const noop = (): void => undefined;
 
 /**
- * Prepares a response body for streaming: a Node `Readable` through `fromReadable` (paused while
+ * A response body as bytes with demand: a Node `Readable` through `fromReadable` (paused while
  * there is no demand), a WHATWG stream through `fromReadableStream`. A null body is an empty
  * stream. For a Node body a no-op `'error'` listener stays attached: node-fetch emits `'error'`
  * on the body when the request is aborted after the response arrived, which must not crash the
  * process once `fromReadable` has detached.
  */
-export function bodyFlow(body: unknown): Flow<Uint8Array> {
+function bodyFlow(body: unknown): Flow<Uint8Array> {
   if (isNodeBody(body)) {
     body.on('error', noop);
     return fromReadable<Uint8Array>(body);
@@ -85,7 +95,7 @@ export function bodyFlow(body: unknown): Flow<Uint8Array> {
 }
 
 /** Releases a body that will not be streamed (Node: destroyed; WHATWG: cancelled). */
-export function discardBody(body: unknown): void {
+function discardBody(body: unknown): void {
   if (isNodeBody(body)) {
     body.on('error', noop);
     body.destroy();
@@ -94,11 +104,8 @@ export function discardBody(body: unknown): void {
   }
 }
 
-/**
- * Reads a body as UTF-8 text, at most `maxBytes` (the rest is dropped and the body released).
- * Used for error responses, whose body is reported but never trusted to be small.
- */
-export async function readBodyText(body: unknown, maxBytes: number): Promise<string> {
+/** Reads a body as UTF-8 text, at most `maxBytes` (the rest is dropped and the body released). */
+async function readBodyText(body: unknown, maxBytes: number): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
   const add = (chunk: Uint8Array | string): boolean => {

@@ -1,6 +1,7 @@
 import { Flow } from '../flow/flow';
 import type { SseEvent } from '../sse/codec/parser';
-import { resolveOptions, SseSession, type ConnectSseOptions, type SseResponseInfo } from './connect-sse';
+import { resolveOptions, type ConnectSseOptions, type SseResponseInfo } from './options';
+import { SseSession } from './session';
 
 /** An SSE stream whose first response already arrived; see {@link openSse}. */
 export interface OpenSseStream {

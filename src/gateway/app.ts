@@ -14,6 +14,9 @@ import { createLogger, type Logger } from './logger';
 import { GatewayMetrics, type StreamSnapshot } from './metrics';
 import { relay, type StreamPolicyFn } from './relay/relay';
 import { readRequestBody, RequestBodyAbortedError } from './request-body';
+import { RESUME_PATH, serveResume, type ResumeEndpointDeps } from './resume/endpoints';
+import { parseEventId } from './resume/ids';
+import { ResumeService } from './resume/service';
 
 /** What {@link createGatewayApp} needs besides the config. */
 export interface GatewayDeps {
@@ -73,6 +76,23 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
   let active = 0;
   const admission = createAdmission(config.limits, metrics);
   const adapterOf = new Map(routes.map((r) => [r.path, adapterFor(r)]));
+  const resume = routes.some((r) => r.resume !== undefined) ? new ResumeService({ maxMemoryBytes: config.resumeStore.maxMemoryBytes, metrics, logger }) : undefined;
+  const resumeDeps: ResumeEndpointDeps | undefined = resume && {
+    service: resume,
+    logger,
+    routeOf: (path) => routes.find((r) => r.path === path),
+    adapterOf: (path) => adapterOf.get(path) ?? (PLAIN_ERRORS as ProviderAdapter),
+    fallback: PLAIN_ERRORS,
+    signal: shutdown.signal,
+  };
+  /** Runs one stream (relayed or resumed), counted for readiness and the drain. */
+  const track = (run: Promise<void>): void => {
+    active++;
+    void run.finally(() => {
+      active--;
+      if (active === 0) for (const resolve of idle.splice(0)) resolve();
+    });
+  };
 
   const app = express();
   app.disable('x-powered-by');
@@ -105,6 +125,17 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
   if (config.debug.streams) {
     app.get('/debug/streams', (_req, res) => {
       res.json({ activeStreams: active, streams: metrics.snapshotStreams() });
+    });
+  }
+
+  if (resumeDeps !== undefined) {
+    // A resume holds a stream slot like the stream it continues.
+    app.get(RESUME_PATH, (req: Request, res: Response) => {
+      if (!ready) return PLAIN_ERRORS.sendHttpError(res, new ShutdownError('gateway is shutting down; retry on another instance'));
+      const release = admission.admitStream(req);
+      if (release instanceof AdmissionError) return admission.refuse(req, res, PLAIN_ERRORS, release);
+      res.once('close', release);
+      track(serveResume(req, res, String(req.params.streamId), resumeDeps));
     });
   }
 
@@ -149,8 +180,10 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
         adapter.sendHttpError(res, Object.assign(new Error('the request body must be a JSON object'), { status: 400, code: 'ERR_TIDEGATE_BAD_REQUEST' }));
         return;
       }
-      active++;
-      void relay(req, res, {
+      // A resumable passthrough GET with one of its own event ids is a browser's EventSource coming back.
+      const resumeFrom = route.resume !== undefined && req.method === 'GET' ? parseEventId(req.header('last-event-id')) : undefined;
+      if (resumeFrom !== undefined && resumeDeps !== undefined) return track(serveResume(req, res, resumeFrom.streamId, resumeDeps));
+      track(relay(req, res, {
         route: route as ResolvedRoute & { url: string },
         adapter,
         logger,
@@ -161,10 +194,8 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
           running.add(abort);
           return () => running.delete(abort);
         },
-      }).finally(() => {
-        active--;
-        if (active === 0) for (const resolve of idle.splice(0)) resolve();
-      });
+        resume,
+      }));
     };
     for (const method of route.methods) {
       if (method === 'GET') app.get(route.path, admit, handler);
@@ -217,6 +248,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
         for (const abort of [...running]) abort(reason);
         await allDone;
       }
+      await resume?.close();
     },
   };
   return Object.assign(app, { gateway: control });

@@ -8,18 +8,23 @@
  * | net `onread` (shared buffer, sized per call) | `net.Socket` option `onread: { buffer(), callback }` | pause stops reading at once; read sizes follow the budget |
  * | `http.Agent#addRequest` wrapper | node-fetch creates its `ClientRequest` synchronously in `fetch()` and hands it to `agent.addRequest(req, options)` | the call sees its `ClientRequest` (connect timer, response, socket) |
  * | `IncomingMessage#pipe` once | node-fetch 2 makes its body `res.pipe(new PassThrough())` | the body is the `IncomingMessage` itself (one stream less per call) |
- * | parser body callbacks off ({@link bypassBodyCallbacks}) | Node's HTTP parser looks its `kOnBody` callback up per chunk and skips a non-function; `kOnHeadersComplete` starts every message | a body costs one push per socket read, not one native copy and JS call per HTTP chunk |
+ * | parser body callback off ({@link muteBodyCallbacks}, used by `body-bypass.ts`) | Node's HTTP parser looks its `kOnBody` callback up per chunk and skips a non-function; `kOnHeadersComplete` starts every message | a body costs one push per socket read, not one native copy and JS call per HTTP chunk |
  * | `CallSignal` | node-fetch 2 accepts a signal whose constructor is named `AbortSignal` and uses `aborted`, `add/removeEventListener('abort')` | an abort signal of under 100 bytes per call |
+ * | `socketFd` | `net.Socket#_handle.fd` (a TLS socket's: `_handle._parent.fd`) | the descriptor the socket options addon works on |
+ * | `createConnection` on the upstream agents | `http.Agent` opens each socket through its `createConnection(options, callback)` | the upstream socket's receive buffer is bounded before the request is written |
  * | `Socket#destroySoon` replaced | Node's HTTP server ends a `Connection: close` response's socket with `socket.destroySoon()` | a lingering close instead of a reset while a client still uploads |
  *
- * The interface to the rest of the code: {@link upstreamAgent}, {@link withClientRequest},
+ * | agent view (`callAgent`) | as the `addRequest` wrapper, on a caller's own agent | the same, without changing the caller's agent |
+ *
+ * The interface to the rest of the code: {@link upstreamAgent}, {@link callAgent}, {@link withClientRequest},
  * {@link expectRedirect}, {@link setReadCall} / {@link readCallOf}, {@link bodyIsResponse},
- * {@link bypassBodyCallbacks}, {@link CallSignal}, {@link onServerClose} and the read-size constants.
+ * {@link setReadHook}, {@link readBeingParsed}, {@link muteBodyCallbacks}, {@link CallSignal},
+ * {@link onServerClose}, {@link socketFd}, {@link setUpstreamReceiveBytes}, the read sizes.
  */
 import http from 'node:http';
 import https from 'node:https';
-import type { Socket } from 'node:net';
-import { bodyStart, framingOf, type BodyFraming } from './body-framing';
+import net, { type Socket } from 'node:net';
+import { setSocketOption } from './socket-options';
 
 /**
  * Bytes libuv reads from an upstream socket at once (plain HTTP) unless the call sets
@@ -75,18 +80,13 @@ let lastReadSocket: ReadSized | undefined;
 function onUpstreamRead(this: Socket, nread: number, buffer: Uint8Array): boolean {
   lastReadSocket = this;
   const bytes = Buffer.from(buffer.buffer, buffer.byteOffset, nread);
-  const bypass = (this as Bypassed)[kBypass];
-  bypass?.take(bytes, 0);
+  (this as Hooked)[kReadHook]?.beforeParse(bytes);
   readingSocket = this;
   readingBytes = bytes;
-  try {
-    this.emit('data', bytes);
-  } finally {
-    readingSocket = undefined;
-    readingBytes = undefined;
-  }
-  // Also a bypass that began inside this read (at its response's head).
-  (this as Bypassed)[kBypass]?.afterRead();
+  this.emit('data', bytes);
+  readingSocket = readingBytes = undefined;
+  // Also a hook set inside this read (at its response's head).
+  (this as Hooked)[kReadHook]?.afterParse();
   return true;
 }
 
@@ -177,19 +177,67 @@ function connectionOptions(options: unknown): unknown {
   return out;
 }
 
+/**
+ * The descriptor of a connected socket (`undefined` before it connects, once it closed, on
+ * Windows, or for a socket that is not TCP). Node exposes none: `_handle.fd`, or for a TLS
+ * socket the TCP handle under its `TLSWrap` (`_handle._parent.fd`).
+ */
+export function socketFd(socket: Socket): number | undefined {
+  const handle = (socket as unknown as { _handle?: { fd?: unknown; _parent?: { fd?: unknown } } | null })._handle;
+  const fd = typeof handle?.fd === 'number' ? handle.fd : handle?._parent?.fd;
+  return typeof fd === 'number' && fd >= 0 ? fd : undefined;
+}
+
+/** `SO_RCVBUF` for new upstream sockets, bytes; 0 leaves the kernel's autotuning. */
+let upstreamReceiveBytes = 0;
+
+/**
+ * Bounds the kernel's receive queue of every upstream socket opened from now on (`SO_RCVBUF`,
+ * bytes; 0, the default, leaves the kernel's autotuning, up to `net.ipv4.tcp_rmem`'s maximum).
+ * A paused upstream then leaves at most about this much unread in the kernel (Linux counts
+ * the buffer twice over for its own overhead). Set when the socket connects, before the request
+ * is written, so the upstream sends nothing before it holds; the window scale was already
+ * chosen from `tcp_rmem`, so the window can still grow later. Needs the socket options addon
+ * (see `socket-options.ts`); without it this does nothing.
+ */
+export function setUpstreamReceiveBytes(bytes: number): void {
+  upstreamReceiveBytes = Math.max(0, Math.floor(bytes));
+}
+
+/** The current {@link setUpstreamReceiveBytes} setting, bytes. */
+export function upstreamReceiveBytesSetting(): number {
+  return upstreamReceiveBytes;
+}
+
+type ConnectionFactory = { createConnection(...args: unknown[]): unknown };
+
+/** Bounds each socket the agent opens (its `createConnection`, net's or tls's) once it connects. */
+function boundedReceive<A extends http.Agent>(agent: A): A {
+  const internals = agent as unknown as ConnectionFactory;
+  const createConnection = internals.createConnection;
+  internals.createConnection = function (this: http.Agent, ...args: unknown[]): unknown {
+    const socket = createConnection.apply(this, args);
+    const bytes = upstreamReceiveBytes;
+    if (bytes > 0 && socket instanceof net.Socket) socket.once('connect', () => setSocketOption(socket, 'receiveBuffer', bytes));
+    return socket;
+  };
+  return agent;
+}
+
 /** Keep-alive agents used only for upstream calls, separate from any other HTTP use. */
 const agents = {
-  http: hooked(
+  http: boundedReceive(hooked(
     new http.Agent({
       keepAlive: true,
       maxSockets: Infinity,
       // Passed to net.createConnection(): the socket's read path (above) and its high-water mark.
       ...({ readableHighWaterMark: UPSTREAM_HIGH_WATER_MARK, onread: { buffer: nextReadBuffer, callback: onUpstreamRead } } as object),
     }),
-  ),
+  )),
   // tls.connect() takes `highWaterMark` (both directions); its `onread` is left alone.
-  https: hooked(new https.Agent({ keepAlive: true, maxSockets: Infinity, ...({ highWaterMark: UPSTREAM_HIGH_WATER_MARK } as object) })),
+  https: boundedReceive(hooked(new https.Agent({ keepAlive: true, maxSockets: Infinity, ...({ highWaterMark: UPSTREAM_HIGH_WATER_MARK } as object) }))),
 };
+
 
 /**
  * node-fetch 2 hands out `res.pipe(new PassThrough())` as the body: one more stream with 16 KiB
@@ -207,6 +255,35 @@ export function bodyIsResponse(res: http.IncomingMessage): void {
 /** Picks the keep-alive agent for a URL. */
 export function upstreamAgent(url: URL): http.Agent {
   return url.protocol === 'https:' ? agents.https : agents.http;
+}
+
+/** Hooked views of callers' own agents, one per agent. */
+const views = new WeakMap<http.Agent, http.Agent>();
+
+/**
+ * The agent a call sends through: {@link upstreamAgent} for the URL, or, for a caller's own
+ * `agent`, a view of it (`Object.create(agent)`) whose `addRequest` lets the call see its
+ * `ClientRequest` (connect timer, response) and then hands the request to the caller's agent
+ * itself: its pool, sockets and options stay the caller's, and the caller's object is not
+ * changed. Reads of such sockets are not sized (that is the upstream agent's `onread`).
+ * Relies on `ClientRequest` calling nothing of its agent but `addRequest` and reading a few
+ * properties (`defaultPort`, `protocol`, `keepAlive`, `maxSockets`), which the view inherits.
+ */
+export function callAgent(url: URL, agent?: http.Agent): http.Agent {
+  if (agent === undefined) return upstreamAgent(url);
+  let view = views.get(agent);
+  if (view === undefined) {
+    const target = agent as unknown as AgentInternals;
+    view = Object.create(agent) as http.Agent;
+    (view as unknown as AgentInternals).addRequest = (req: http.ClientRequest, options: unknown): void => {
+      const onRequest = sendingCall;
+      sendingCall = undefined;
+      onRequest?.(req);
+      target.addRequest.call(agent, req, options);
+    };
+    views.set(agent, view);
+  }
+  return view;
 }
 
 /**
@@ -242,143 +319,73 @@ export const CallSignal = class AbortSignal {
   }
 };
 
-/** Where a read's body bytes are gathered before they are copied into a chunk of their own. */
-const scratch = Buffer.allocUnsafeSlow(UPSTREAM_MAX_READ_BYTES);
-
 /** The socket and bytes of the read being handed to the HTTP parser now (inside `onUpstreamRead`'s emit). */
-let readingSocket: Socket | undefined;
-let readingBytes: Buffer | undefined;
+let readingSocket: Socket | undefined, readingBytes: Buffer | undefined;
 
-const kBypass = Symbol('tidegate.bodyBypass');
-type Bypassed = Socket & { [kBypass]?: BodyBypass | undefined; parser?: ParserInternals | null };
-/** The parts of Node's `HTTPParser` (lib/_http_common.js) the bypass touches. */
+/** Runs around each read of a socket: `beforeParse` gets its bytes (reused after the read), `afterParse` runs once the HTTP parser went through them. */
+export interface ReadHook {
+  beforeParse(bytes: Buffer): void;
+  afterParse(): void;
+}
+
+const kReadHook = Symbol('tidegate.readHook');
+type Hooked = Socket & { [kReadHook]?: ReadHook | undefined; parser?: ParserInternals | null };
+
+/** Runs `hook` around every later read of `socket` (plain HTTP upstream sockets only; `undefined` ends it). */
+export function setReadHook(socket: Socket, hook: ReadHook | undefined): void {
+  (socket as Hooked)[kReadHook] = hook;
+}
+
+/** The bytes of the read the HTTP parser is going through now on `socket`, when called from inside it (e.g. a `'response'` listener). */
+export function readBeingParsed(socket: Socket): Buffer | undefined {
+  return socket === readingSocket ? readingBytes : undefined;
+}
+
+/** The parts of Node's `HTTPParser` (lib/_http_common.js) {@link muteBodyCallbacks} touches. */
 type ParserInternals = Record<number, unknown> & { incoming: http.IncomingMessage | null };
-type ResponseInternals = http.IncomingMessage & { _dumped?: boolean; req?: http.ClientRequest };
 
 /** The parser's callback slots (`HTTPParser.kOnBody`, `kOnHeadersComplete`), found once by the names Node gives its callbacks. */
 let slots: { body: number; headers: number; onBody: unknown } | null | undefined;
 function parserSlots(parser: ParserInternals): typeof slots {
+  const at = (name: string): number => Array.from({ length: 16 }, (_, i) => parser[i]).findIndex((f) => typeof f === 'function' && f.name === name);
   if (slots !== undefined) return slots;
-  let body = -1;
-  let headers = -1;
-  for (let i = 0; i < 16; i++) {
-    const f = parser[i];
-    if (typeof f !== 'function') continue;
-    if (f.name === 'parserOnBody') body = i;
-    else if (f.name === 'parserOnHeadersComplete') headers = i;
-  }
+  const [body, headers] = [at('parserOnBody'), at('parserOnHeadersComplete')];
   slots = body < 0 || headers < 0 ? null : { body, headers, onBody: parser[body] };
   return slots;
 }
 
-/**
- * Takes the body of `res` off Node's HTTP parser callbacks: the parser goes on framing every
- * byte (chunk sizes, the end of the body, keep-alive, errors), but with its `kOnBody` slot empty
- * it no longer copies each HTTP chunk into a Buffer and calls into JS for it. Before the parser
- * goes through a socket read, {@link BodyFraming} copies that read's body bytes out of it, and
- * the response gets them as one chunk (one `push()`, one `'data'`). An LLM server writes one event per HTTP
- * chunk, often a hundred to a read: this makes them cost one pass through the relay.
- *
- * Only where every byte is known: a response whose head arrived whole at the start of the read
- * being parsed (status and header count checked against the parser's), over a socket that reads
- * through {@link onUpstreamRead}, with a `chunked` or `Content-Length` body. Otherwise returns
- * `false` and the parser delivers the body as before. Must be called from the request's
- * `'response'` listener. `onRead` is called after each read's bytes were pushed.
- *
- * The parser's callbacks are given back when the body ends, when the socket closes, and in any
- * case before the next message this parser reads (kept alive, or taken from Node's pool) gets
- * its body. If the decoder and the parser disagree on where the body ends, or the decoder does
- * not understand framing the parser accepted, the socket is destroyed: never a short body
- * without an error.
- */
-export function bypassBodyCallbacks(res: http.IncomingMessage, onRead?: () => void): boolean {
-  const socket = res.socket as Bypassed | null;
-  const bytes = readingBytes;
-  if (socket === null || socket !== readingSocket || bytes === undefined || socket[kBypass] !== undefined) return false;
-  const parser = socket.parser;
-  if (parser == null || parser.incoming !== res) return false;
-  const found = parserSlots(parser);
-  if (found == null || parser[found.body] !== found.onBody) return false;
-  const status = res.statusCode ?? 0;
-  if ((res as ResponseInternals).req?.method === 'HEAD' || status < 200 || status === 204 || status === 304) return false;
-  const framing = framingOf(res);
-  if (framing === undefined) return false;
-  const start = bodyStart(bytes, res);
-  if (start < 0) return false;
-  const bypass = new BodyBypass(socket, parser, res, framing, found, onRead);
-  socket[kBypass] = bypass;
-  // The rest of this read, before the parser goes on through it.
-  bypass.take(bytes, start);
-  return true;
+/** A parser whose body callback is off: `restore()` gives it back (idempotent); `readsResponse()` is false once the parser left the response (ended, freed). */
+export interface MutedParser {
+  restore(): void;
+  readsResponse(): boolean;
 }
 
-/** One response whose body bypasses the parser's callbacks (see {@link bypassBodyCallbacks}). */
-class BodyBypass {
-  /** Node's headers-complete callback, wrapped while the bypass lasts (see {@link restore}). */
-  private readonly onHeadersComplete: (...args: unknown[]) => unknown;
-
-  constructor(
-    private readonly socket: Bypassed,
-    private readonly parser: ParserInternals,
-    private readonly res: ResponseInternals,
-    private readonly framing: BodyFraming,
-    private readonly found: NonNullable<typeof slots>,
-    private readonly onRead: (() => void) | undefined,
-  ) {
-    parser[found.body] = undefined;
-    this.onHeadersComplete = parser[found.headers] as (...args: unknown[]) => unknown;
-    // Safety net: a next message on this parser (kept alive, or taken from Node's pool) gives
-    // the callbacks back before its body, whatever way this one ended.
-    parser[found.headers] = this.nextHeaders;
-    socket.once('close', this.restore);
-  }
-
-  /**
-   * Before the parser goes through a read (from the read's `from`): its body bytes, one push.
-   * Before, so that bytes ahead of a framing error reach the response before the error does.
-   */
-  take(bytes: Buffer, from: number): void {
-    const out = bytes.length - from <= scratch.length ? scratch : Buffer.allocUnsafe(bytes.length - from);
-    const n = this.framing.decode(bytes, from, bytes.length, out, 0);
-    const { res } = this;
-    if (n === 0 || res._dumped === true || res.destroyed) return;
-    const body = Buffer.allocUnsafe(n);
-    body.set(n === out.length ? out : out.subarray(0, n));
-    // As Node's parserOnBody: a full response stops reading its socket until it is read.
-    if (!res.push(body)) this.socket.pause();
-  }
-
-  /** After the parser went through a read: ends the bypass with the body, checks the two agree. */
-  afterRead(): void {
-    const { framing, res, socket } = this;
-    // The parser frames the same bytes: a disagreement would lose data, so it breaks the response.
-    if (!socket.destroyed) {
-      if (framing.failure !== undefined) this.break(`upstream body framing not understood (${framing.failure})`);
-      else if (framing.done !== res.complete) this.break('upstream body and message ended apart');
-    }
-    if (res.complete || this.parser.incoming !== res || socket.destroyed) this.restore();
-    this.onRead?.();
-  }
-
-  private readonly nextHeaders = (...args: unknown[]): unknown => {
-    this.restore();
-    return this.onHeadersComplete.apply(this.parser, args);
+/**
+ * Empties the body callback slot of the HTTP parser reading `res` (Node's `parserOnBody` then
+ * neither copies an HTTP chunk into a Buffer nor calls into JS for it; the parser still frames
+ * every byte). The callback comes back with {@link MutedParser.restore}, when the socket closes,
+ * and in any case before the next message this parser reads (kept alive, or taken from Node's
+ * pool) reaches its body. `undefined` when the parser's slots cannot be found (another Node).
+ */
+export function muteBodyCallbacks(res: http.IncomingMessage): MutedParser | undefined {
+  const socket = res.socket as Hooked | null;
+  const parser = socket?.parser;
+  if (socket == null || parser == null || parser.incoming !== res) return undefined;
+  const found = parserSlots(parser);
+  if (found == null || parser[found.body] !== found.onBody) return undefined;
+  const onHeadersComplete = parser[found.headers] as (...args: unknown[]) => unknown;
+  const restore = (): void => {
+    socket.off('close', restore);
+    if (parser[found.headers] === nextHeaders) [parser[found.body], parser[found.headers]] = [found.onBody, onHeadersComplete];
   };
-
-  private break(reason: string): void {
-    this.restore();
-    this.socket.destroy(Object.assign(new Error(reason), { code: 'ECONNRESET' }));
-  }
-
-  /** Gives the parser its callbacks back (it may serve another response next). */
-  private readonly restore = (): void => {
-    const { parser, found, socket } = this;
-    if (socket[kBypass] === this) socket[kBypass] = undefined;
-    socket.off('close', this.restore);
-    if (parser[found.headers] !== this.nextHeaders) return;
-    parser[found.body] = found.onBody;
-    parser[found.headers] = this.onHeadersComplete;
+  const nextHeaders = (...args: unknown[]): unknown => {
+    restore();
+    return onHeadersComplete.apply(parser, args);
   };
+  parser[found.body] = undefined;
+  parser[found.headers] = nextHeaders;
+  socket.once('close', restore);
+  return { restore, readsResponse: () => parser.incoming === res };
 }
 
 /**

@@ -4,7 +4,7 @@ import type { Readable } from 'node:stream';
 export interface BoundedRead {
   /** Most bytes kept; the chunk that passes it ends the read. */
   maxBytes: number;
-  /** Called once the count passes `maxBytes`; returns the rejection (it may abort the request first). */
+  /** Called once the count passes `maxBytes`; returns the rejection (it may abort the request first). Not called with `truncate`. */
   tooLarge: (maxBytes: number) => unknown;
   /** The whole body must arrive within this, ms (absent or 0: no deadline). */
   timeoutMs?: number | undefined;
@@ -15,6 +15,11 @@ export interface BoundedRead {
    * rejection; absent, the read resolves with what arrived.
    */
   closedEarly?: (() => unknown) | undefined;
+  /**
+   * Past `maxBytes`, resolve with the first `maxBytes` instead of rejecting; the rest is left
+   * unread for the caller to release (an error body a client reports but never trusts).
+   */
+  truncate?: boolean | undefined;
 }
 
 /**
@@ -49,8 +54,13 @@ export function readBounded(body: Readable, limits: BoundedRead): Promise<Buffer
     const onData = (chunk: Buffer | string): void => {
       const buf = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
       bytes += buf.length;
-      if (bytes > limits.maxBytes) fail(() => limits.tooLarge(limits.maxBytes));
-      else chunks.push(buf);
+      if (bytes <= limits.maxBytes) chunks.push(buf);
+      else if (limits.truncate !== true) fail(() => limits.tooLarge(limits.maxBytes));
+      else {
+        teardown();
+        chunks.push(buf.subarray(0, buf.length - (bytes - limits.maxBytes)));
+        resolve(Buffer.concat(chunks, limits.maxBytes));
+      }
     };
     const onEnd = (): void => {
       teardown();

@@ -1,72 +1,14 @@
-import http from 'node:http';
-import type { Socket } from 'node:net';
-import type { TLSSocket } from 'node:tls';
-import type { Readable, Writable } from 'node:stream';
-import fetch, { type Response } from 'node-fetch';
-import { TidegateError, TimeoutError } from '../errors';
+import type { Response } from 'node-fetch';
 import type { Flow } from '../flow/flow';
-import { idleTimeout } from '../flow/operators/idle-timeout';
-import { OperatorSubscriber, operator } from '../flow/operators/operator-subscriber';
-import { fromReadable } from '../flow/sources/readable';
-import type { FlowContext, Subscriber } from '../flow/types';
-import { readBounded } from './read-bounded';
-import { bodyIsResponse, bypassBodyCallbacks, CallSignal, expectRedirect, readCallOf, setReadCall, upstreamAgent, withClientRequest, type SizedReadCall } from './node-hooks';
+import { isRedirect, UpstreamCall, type CallRequest, type UpstreamRequest } from './call';
+import { DEFAULT_MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES, UpstreamHttpError, UpstreamNotStreamError, UpstreamRedirectError } from './errors';
+import { retryAfterMs } from './retry';
 
+export { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_FIRST_BYTE_TIMEOUT_MS } from './call';
+export type { UpstreamRequest } from './call';
 export { UPSTREAM_HIGH_WATER_MARK, UPSTREAM_MAX_READ_BYTES, UPSTREAM_MIN_READ_BYTES, UPSTREAM_READ_BYTES, upstreamAgent } from './node-hooks';
-import { DEFAULT_MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES, UpstreamBodyTooLargeError, UpstreamHttpError, UpstreamNotStreamError, UpstreamRedirectError, UpstreamResetError } from './errors';
+export { retryAfterMs } from './retry';
 
-/** Default time to first byte of the upstream body, ms: models think before they speak. */
-export const DEFAULT_FIRST_BYTE_TIMEOUT_MS = 60_000;
-/** Default time to establish the TCP (and TLS) connection, ms. */
-export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
-
-/** One upstream call. Every timeout is in ms; 0 disables it. */
-export interface UpstreamRequest {
-  url: string;
-  method?: 'GET' | 'POST' | undefined;
-  headers?: Record<string, string> | undefined;
-  body?: string | Buffer | undefined;
-  /** Aborting it aborts the HTTP request and closes the upstream socket; its reason is what the call rejects or errors with. */
-  signal?: AbortSignal | undefined;
-  /** A new connection must be established within this (default 10000 ms); a reused keep-alive socket is not timed. Signals `TimeoutError('connect')`. */
-  connectTimeoutMs?: number | undefined;
-  /** The first body byte must arrive within this of the call (default 60000 ms). Signals `TimeoutError('first')`. */
-  firstByteTimeoutMs?: number | undefined;
-  /** Longest silence between body chunks while the reader has demand (default 0 = off). Signals `TimeoutError('idle')`. */
-  idleTimeoutMs?: number | undefined;
-  /**
-   * Called after each read of the response body's socket was handed to the response, before any
-   * consumer asked for it: where bytes enter userland, e.g. to record a budget's peak.
-   */
-  onRead?: (() => void) | undefined;
-  /**
-   * Most bytes the next read of the body's socket may take, asked after each read with the bytes
-   * the call holds unread ({@link UpstreamStream.bufferedBytes}, known before the call resolves);
-   * plain HTTP with an identity body only (TLS sockets read as Node does, zlib inflates unasked:
-   * see {@link UpstreamStream.readsSized}). Clamped to 1–64 KiB (rounded down to whole KiB);
-   * default {@link UPSTREAM_READ_BYTES}. A byte relay passes its budget's free room, so reads are
-   * as large as the budget allows and never larger (the smallest read, 1 KiB, excepted).
-   */
-  readBytes?: ((unreadBytes: number) => number) | undefined;
-  /**
-   * Most bytes of a whole body read by {@link fetchUpstream} (default 8 MiB,
-   * {@link DEFAULT_MAX_BODY_BYTES}); an error body is read up to the lower of this and
-   * {@link MAX_ERROR_BODY_BYTES} (64 KiB). A longer body aborts the request and signals
-   * {@link UpstreamBodyTooLargeError}.
-   */
-  maxBodyBytes?: number | undefined;
-  /**
-   * The route this call serves, e.g. `/v1/chat/completions`: error messages name it (`upstream
-   * for route /v1/chat/completions unreachable (ECONNREFUSED)`) and never the URL, whose host,
-   * userinfo or query a client must not see.
-   */
-  route?: string | undefined;
-  /**
-   * Follow a 3xx answer as node-fetch does (default `false`: a redirect rejects with
-   * {@link UpstreamRedirectError}, nothing is sent to the address it names).
-   */
-  followRedirects?: boolean | undefined;
-}
 
 /**
  * An upstream that answered 200 with an event stream, body not yet read. The call (its listener
@@ -127,16 +69,9 @@ export async function openUpstreamStream(request: UpstreamRequest): Promise<Upst
     const body = await call.errorBody(response).finally(() => call.release());
     throw new UpstreamHttpError(response.status, body, contentType, retryAfterMs(response.headers.get('retry-after')));
   }
-  const source = response.body as unknown as Readable;
-  call.body = source;
-  let body = fromReadable<Buffer>(source, { onCancel: () => call.release(), parked: call.parked }).pipe(
-    operator<Buffer, Buffer>((actual, context) => new BodySubscriber(actual, context, call)),
-  );
-  if ((request.idleTimeoutMs ?? 0) > 0) body = body.pipe(idleTimeout<Buffer>(request.idleTimeoutMs as number));
+  const body = call.streamBody(response);
   return { response, body, bufferedBytes: () => call.bufferedBytes(), readsSized: () => call.readsSized() };
 }
-
-const isRedirect = (status: number): boolean => status === 301 || status === 302 || status === 303 || status === 307 || status === 308;
 
 /** A 3xx answer the call was not told to follow ends it with {@link UpstreamRedirectError}, its body unread. */
 function refuseRedirect(call: UpstreamCall, response: Response): void {
@@ -176,250 +111,42 @@ export async function fetchUpstream(request: UpstreamRequest): Promise<UpstreamB
   }
 }
 
-/** One attempt: owns the abort signal node-fetch watches, the connect and first-byte timers and the caller's signal listener. */
-class UpstreamCall implements SizedReadCall {
-  readonly signal = new CallSignal();
-  /** Bytes the body source parked (see `fromReadable`'s `parked`). */
-  readonly parked = { bytes: 0 };
-  /** The response body stream (the `IncomingMessage` itself, unless compressed). */
-  body: Readable | undefined;
-  /** The final response, once it arrived. */
-  private incoming: http.IncomingMessage | undefined;
-  private firstByteTimer: NodeJS.Timeout | undefined;
-  private connectTimer: NodeJS.Timeout | undefined;
-  private released = false;
+/**
+ * An upstream that answered, whatever its status, its body not read yet: for a caller that maps
+ * statuses itself (the SSE client: 204 stops, 429 and 5xx retry). Like {@link UpstreamStream},
+ * the call is held until the body ends, errors or is cancelled, or {@link release} is called.
+ */
+export interface UpstreamAnswer {
+  readonly status: number;
+  readonly headers: { get(name: string): string | null };
+  /** The body as bytes with demand, as {@link UpstreamStream.body}. Subscribe once. */
+  body(): Flow<Buffer>;
+  /** The first `maxBytes` of the body as UTF-8 text ('' if it breaks); the call is released after. */
+  text(maxBytes: number): Promise<string>;
+  /** Releases the call without reading the body: aborts the request. Idempotent. */
+  release(): void;
+  /** As {@link UpstreamStream.bufferedBytes}. */
+  bufferedBytes(): number;
+}
 
-  constructor(readonly request: UpstreamRequest) {
-    if (request.signal?.aborted) this.onAbort();
-    request.signal?.addEventListener('abort', this.onAbort, { once: true });
-    const firstByteMs = request.firstByteTimeoutMs ?? DEFAULT_FIRST_BYTE_TIMEOUT_MS;
-    if (firstByteMs > 0) {
-      this.firstByteTimer = setTimeout(() => {
-        // Bytes that arrived but were not asked for yet meet the deadline.
-        if (this.bufferedBytes() === 0) this.abort(new TimeoutError('first', firstByteMs, `upstream sent no byte within ${firstByteMs} ms`));
-      }, firstByteMs);
-    }
-  }
-
-  private readonly onAbort = (): void => this.abort(this.request.signal?.reason);
-
-  abort(reason: unknown): void {
-    if (this.signal.aborted) return;
-    this.signal.abort(reason);
-    // node-fetch only emits 'error' on the body; a body not yet subscribed (or a zlib body, which
-    // the response's destruction does not reach) would otherwise never end for a later subscriber.
-    if (this.body !== undefined && !this.body.destroyed) this.body.destroy();
-  }
-
-  async send(headers: Record<string, string>): Promise<Response> {
-    const { request } = this;
-    const url = new URL(request.url);
-    try {
-      const pending = withClientRequest(this.attach, () =>
-        fetch(url, {
-          method: request.method ?? 'POST',
-          headers: { ...headers, 'accept-encoding': 'identity', ...request.headers },
-          body: request.body,
-          agent: upstreamAgent(url),
-          // We ask for identity (explicit header kept by node-fetch); an upstream that compresses
-          // anyway is gunzipped with Z_SYNC_FLUSH rather than fed to the parser as gzip bytes.
-          compress: true,
-          signal: this.signal as never,
-          redirect: request.followRedirects === true ? 'follow' : 'manual',
-        }),
-      );
-      return await pending;
-    } catch (err) {
-      const mapped = this.mapError(err);
-      this.release();
-      throw mapped;
-    } finally {
-      this.clearConnect();
-    }
-  }
-
-  /** Sees the `ClientRequest` node-fetch created (from the agent): times a new connection, takes the response. */
-  private readonly attach = (req: http.ClientRequest): void => {
-    const connectMs = this.request.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
-    if (connectMs > 0) {
-      req.once('socket', (socket: Socket) => {
-        if (!socket.connecting) return;
-        this.connectTimer = setTimeout(() => this.abort(new TimeoutError('connect', connectMs, `upstream connection not established within ${connectMs} ms`)), connectMs);
-        socket.once('connect', () => this.clearConnect());
-      });
-    }
-    req.once('response', (res: http.IncomingMessage) => {
-      // node-fetch follows a redirect with a request of its own, sent from its 'response' listener
-      // (registered after this one, run synchronously next): the agent hands that one to this
-      // call too. Only a final answer is kept.
-      if (this.request.followRedirects === true && res.headers.location !== undefined && isRedirect(res.statusCode ?? 0)) {
-        expectRedirect(this.attach);
-        return;
-      }
-      this.incoming = res;
-      bodyIsResponse(res);
-      const socket = res.socket;
-      if (socket === null) return;
-      // TLS sockets do not read through `onread`: their reads are not sized.
-      const sized = this.request.readBytes !== undefined && !(socket as Partial<TLSSocket>).encrypted;
-      const observed = this.request.onRead !== undefined;
-      if (sized) setReadCall(socket, this);
-      // One push per socket read instead of one per HTTP chunk; it calls onRead once pushed.
-      const bypassed = bypassBodyCallbacks(res, observed ? this.onSocketData : undefined);
-      // Else after the HTTP parser's own 'data' listener: the bytes are in the response by then.
-      const listening = observed && !bypassed;
-      if (listening) socket.on('data', this.onSocketData);
-      if (!sized && !listening) return;
-      // The socket outlives the response (keep-alive): both go once the response is over.
-      const off = (): void => {
-        if (readCallOf(socket) === this) setReadCall(socket, undefined);
-        if (listening) socket.off('data', this.onSocketData);
-      };
-      res.once('end', off);
-      res.once('close', off);
-    });
+/**
+ * @internal Sends `request` (through `request.agent` when given) and resolves once the upstream
+ * answered with any status, with the same agent, headers, timeouts and sized reads as
+ * {@link openUpstreamStream}.
+ *
+ * Errors: {@link UpstreamResetError} when the connection fails, `TimeoutError` (`connect`,
+ * `first`), the signal's abort reason when aborted.
+ */
+export async function sendUpstream(request: CallRequest): Promise<UpstreamAnswer> {
+  // A 3xx not followed is an answer like any other: the caller maps it.
+  const call = new UpstreamCall(request);
+  const response: Response = await call.send({});
+  return {
+    status: response.status,
+    headers: response.headers,
+    body: () => call.streamBody(response),
+    text: (maxBytes) => call.headText(response, maxBytes),
+    release: () => call.release(),
+    bufferedBytes: () => call.bufferedBytes(),
   };
-
-  private readonly onSocketData = (): void => this.request.onRead?.();
-
-  /** See {@link UpstreamStream.readsSized}: an identity body (no zlib) on a socket that reads through `onread`, not complete yet. */
-  readsSized(): boolean {
-    const { incoming } = this;
-    if (this.request.readBytes === undefined || incoming === undefined || incoming.complete) return false;
-    const encoding = incoming.headers['content-encoding'];
-    return (encoding === undefined || encoding === 'identity') && readCallOf(incoming.socket) === this;
-  }
-
-  /** The size of the next read of this call's socket: the request's `readBytes` of what the call holds unread. */
-  nextReadBytes(): number {
-    return (this.request.readBytes as (unreadBytes: number) => number)(this.bufferedBytes());
-  }
-
-  /** See {@link UpstreamStream.bufferedBytes}. */
-  bufferedBytes(): number {
-    if (this.released) return 0;
-    const { body, incoming } = this;
-    let bytes = this.parked.bytes;
-    if (body !== undefined) bytes += body.readableLength + ((body as unknown as Partial<Writable>).writableLength ?? 0);
-    if (incoming !== undefined) {
-      if (incoming !== body) bytes += incoming.readableLength;
-      // A socket back in the keep-alive pool may already carry another call's response.
-      if (!incoming.complete) bytes += incoming.socket?.readableLength ?? 0;
-    }
-    return bytes;
-  }
-
-  /**
-   * The whole body, read up to `maxBytes`: past it the request is aborted (socket destroyed) and
-   * this rejects with {@link UpstreamBodyTooLargeError}. The body is read as it arrives, never
-   * with node-fetch's unbounded `buffer()` / `text()`.
-   */
-  readBody(response: Response, maxBytes: number): Promise<Buffer> {
-    const source = response.body as unknown as Readable;
-    this.body = source;
-    return readBounded(source, {
-      maxBytes,
-      tooLarge: (limit) => {
-        const error = new UpstreamBodyTooLargeError(response.status, limit, this.request.route);
-        this.abort(error);
-        return error;
-      },
-      // Destroyed without an error (an abort elsewhere): nothing more will come.
-      closedEarly: () => new Error('upstream body closed before its end'),
-    });
-  }
-
-  /**
-   * The body of an error answer, at most the lower of `maxBodyBytes` and
-   * {@link MAX_ERROR_BODY_BYTES} ('' if it breaks); a longer one rejects with
-   * {@link UpstreamBodyTooLargeError}; an abort meanwhile rejects with its reason, as the call's does.
-   */
-  async errorBody(response: Response): Promise<string> {
-    const maxBytes = Math.min(this.request.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES);
-    let text = '';
-    try {
-      text = (await this.readBody(response, maxBytes)).toString('utf8');
-    } catch {
-      // a broken error body: the status says enough
-    }
-    if (this.signal.aborted) throw this.signal.reason;
-    return text;
-  }
-
-  /** The first body byte arrived: the first-byte deadline is met. */
-  firstByte(): void {
-    if (this.firstByteTimer !== undefined) clearTimeout(this.firstByteTimer);
-    this.firstByteTimer = undefined;
-  }
-
-  /**
-   * Maps a fetch or body error to what callers see: our own abort reason, or a reset naming the
-   * route and the network error's code, never the URL (node-fetch's message holds it; `cause`
-   * keeps it for logs). A reset after the status line carries that `status`.
-   */
-  mapError(err: unknown): unknown {
-    if (this.signal.aborted) return this.signal.reason ?? err;
-    if (err instanceof TidegateError) return err;
-    const e = err as { code?: unknown; errno?: unknown } | undefined;
-    const code = typeof e?.code === 'string' && e.code !== 'FETCH_ERROR' ? e.code : typeof e?.errno === 'string' ? e.errno : 'connection error';
-    const status = this.incoming?.statusCode;
-    // Before the status line the route says which upstream; a break mid-body reads the same on every route.
-    const message = status === undefined ? `upstream${this.request.route === undefined ? '' : ` for route ${this.request.route}`} unreachable (${code})` : `upstream connection broke after HTTP ${status} (${code})`;
-    return new UpstreamResetError(message, { cause: err, status });
-  }
-
-  /** Stops the timers and detaches from the caller's signal; aborts the request unless it ended cleanly (`abort: false` keeps the socket for reuse). */
-  release(abort = true): void {
-    if (this.released) return;
-    this.released = true;
-    this.firstByte();
-    this.clearConnect();
-    this.request.signal?.removeEventListener('abort', this.onAbort);
-    if (abort) this.abort(undefined);
-  }
-
-  private clearConnect(): void {
-    if (this.connectTimer !== undefined) clearTimeout(this.connectTimer);
-    this.connectTimer = undefined;
-  }
-}
-
-/** Clears the first-byte deadline on the first chunk and turns body errors into typed ones. */
-class BodySubscriber extends OperatorSubscriber<Buffer, Buffer> {
-  constructor(
-    actual: Subscriber<Buffer>,
-    context: FlowContext,
-    private readonly call: UpstreamCall,
-  ) {
-    super(actual, context);
-  }
-
-  onNext(value: Buffer): void {
-    this.call.firstByte();
-    this.actual.onNext(value);
-  }
-
-  override onError(error: unknown): void {
-    const mapped = this.call.mapError(error);
-    this.call.release();
-    super.onError(mapped);
-  }
-
-  override onComplete(): void {
-    this.call.release(false);
-    super.onComplete();
-  }
-
-  override cancel(): void {
-    super.cancel(); // detaches the body's listeners first, then its onCancel aborts the request
-    this.call.release();
-  }
-}
-
-/** Parses `Retry-After` (seconds or an HTTP date) into ms; `undefined` when absent or invalid. */
-export function retryAfterMs(value: string | null): number | undefined {
-  if (value === null || value.trim() === '') return undefined;
-  if (/^\d+$/.test(value.trim())) return Number(value.trim()) * 1000;
-  const date = Date.parse(value);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
 }

@@ -1,4 +1,5 @@
 import { TimeoutError } from '../errors';
+import { backoffDelayMs } from './backoff';
 import { UpstreamBodyTooLargeError, UpstreamHttpError, UpstreamResetError } from './errors';
 
 /** When and how often an upstream call is retried. Delays in ms. */
@@ -74,8 +75,7 @@ export function retryDelayMs(error: unknown, attempt: number, policy: RetryPolic
     return undefined;
   }
   if (retryAfter !== undefined) return retryAfter <= p.maxRetryAfterMs ? retryAfter : undefined;
-  const ceiling = Math.min(p.maxDelayMs, p.baseDelayMs * 2 ** (attempt - 1));
-  return Math.floor(random() * ceiling);
+  return backoffDelayMs({ attempt, baseMs: p.baseDelayMs, maxDelayMs: p.maxDelayMs, random });
 }
 
 /** A status worth another attempt: in `retryStatuses`, and never a 1xx–3xx (the upstream answered). */
@@ -121,4 +121,15 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
     }, ms);
     signal?.addEventListener('abort', onAbort, { once: true });
   });
+}
+
+/**
+ * Parses `Retry-After` (RFC 9110 §10.2.3: delay-seconds or an HTTP date) into ms; `undefined`
+ * when absent or invalid. The one parser of the header: upstream retries and `connectSse` use it.
+ */
+export function retryAfterMs(value: string | null): number | undefined {
+  if (value === null || value.trim() === '') return undefined;
+  if (/^\d+$/.test(value.trim())) return Number(value.trim()) * 1000;
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
 }

@@ -7,6 +7,7 @@ import type { Subscriber, Subscription } from '../../flow/types';
 import { formatError, sendHttpError } from '../error-shapes';
 import { chunkSize, toChunk, type Chunk } from './chunk';
 import { Heartbeat } from './heartbeat';
+import { boundKernelUnsent, kernelSendBytes, kernelUnsentBytesFor } from './kernel-unsent';
 import { lingerUntilDelivered } from './linger';
 import { StallWatch } from './stall-watch';
 import type { BridgeElement, SendFlowOptions, StreamHandle, StreamOutcome, StreamResult, BridgeState } from './types';
@@ -184,6 +185,7 @@ export class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
       events: this.events,
       bytes: this.bytes,
       idleMs: Date.now() - this.lastWriteAt,
+      kernel: kernelSendBytes(this.res.socket),
     };
   }
 
@@ -227,6 +229,7 @@ export class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
     for (const [name, value] of Object.entries(options.headers ?? {})) res.setHeader(name, value);
     res.flushHeaders();
     res.socket?.setNoDelay(true);
+    boundKernelUnsent(res.socket, kernelUnsentBytesFor(options.kernelUnsentBytes, this.budget.maxBytes));
     if (options.retryMs !== undefined) {
       const hint = toChunk({ retry: options.retryMs });
       this.write(hint, hint.length);

@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { kernelSendQueueBytes } from './tcp-send-queue';
+import { sendQueueBytes } from './tcp-send-queue';
 import { ProgressSampler, stallTickMs } from './progress';
 
 /**
@@ -20,7 +20,7 @@ export function lingerUntilDelivered(res: ServerResponse, socket: Socket, stallM
   const check = (): void => {
     timer = undefined;
     if (socket.destroyed) return;
-    if (res.writableLength === 0 && (!kernelToo || (kernelSendQueueBytes(socket, tickMs / 2) ?? 0) === 0)) {
+    if (res.writableLength === 0 && (!kernelToo || (sendQueueBytes(socket, tickMs / 2) ?? 0) === 0)) {
       onDelivered?.(); // all delivered (after a stall cut: a graceful end, the connection then closes)
       return;
     }

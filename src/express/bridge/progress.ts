@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { kernelSendQueueBytes } from './tcp-send-queue';
+import { sendQueueBytes } from './tcp-send-queue';
 
 /** How often a full socket is sampled for progress, ms: a fifth of the stall timeout, 10 ms–1 s. */
 export function stallTickMs(stallMs: number): number {
@@ -36,7 +36,7 @@ export class ProgressSampler {
     // Reading the kernel's queue parses /proc/net/tcp: only when Node's own count shows nothing.
     // One table read serves every stream for half a tick (a read costs ~10 ms of kernel time),
     // so each sample still sees a table read after the previous one.
-    const kernel = shrank || !socket ? undefined : kernelSendQueueBytes(socket, this.tickMs / 2);
+    const kernel = shrank || !socket ? undefined : sendQueueBytes(socket, this.tickMs / 2);
     const moved = shrank || (kernel !== undefined && this.kernel !== undefined && kernel !== this.kernel);
     this.kernel = kernel;
     return moved;

@@ -1,5 +1,15 @@
 import { closeSync, openSync, readSync } from 'node:fs';
 import { isIPv4, isIPv6, type Socket } from 'node:net';
+import { kernelQueueBytes } from '../../http/socket-options';
+
+/**
+ * Bytes in a TCP socket's kernel send queue: one `ioctl` on this socket where the socket options
+ * addon is loaded, else {@link kernelSendQueueBytes} (`/proc/net/tcp`, a table shared by all
+ * streams for `maxAgeMs`). `undefined` where neither can be read.
+ */
+export function sendQueueBytes(socket: Socket, maxAgeMs = 200): number | undefined {
+  return kernelQueueBytes(socket)?.sendQueue ?? kernelSendQueueBytes(socket, maxAgeMs);
+}
 
 /**
  * Bytes a TCP socket holds in the kernel's send queue (sent but not yet acknowledged, or not

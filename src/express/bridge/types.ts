@@ -63,6 +63,14 @@ export interface SendFlowOptions {
    * requested (e.g. the upstream reader filling up to its high-water mark).
    */
   reserveBytes?: (() => number) | undefined;
+  /**
+   * Most bytes the kernel keeps unsent for the client's socket (`TCP_NOTSENT_LOWAT`), set when
+   * the response starts. Default: 16384, capped at a quarter of the budget; 0 leaves the kernel's
+   * default (the whole autotuned send buffer, MBs on Linux, before `res.write()` returns `false`).
+   * Needs the socket options addon; without it the kernel's default holds (a process warning
+   * says so once).
+   */
+  kernelUnsentBytes?: number | undefined;
   /** End a stream whose socket accepted nothing for this long (default 30000 ms, like nginx `send_timeout`; 0 disables). */
   stallTimeoutMs?: number | undefined;
   /** Write `: ping` after this much silence (default 15000 ms; 0 disables). */
@@ -137,4 +145,9 @@ export interface BridgeState {
   bytes: number;
   /** ms since the last write (element or heartbeat). */
   idleMs: number;
+  /**
+   * The kernel's send queue of the client socket (sent and unacknowledged, plus unsent) and its
+   * unsent part, bytes; absent where they cannot be read (no socket options addon, no socket).
+   */
+  kernel?: { sendQueue: number; unsent: number } | undefined;
 }

@@ -4,6 +4,7 @@ export const ENV_OVERRIDES: Readonly<Record<string, string>> = {
   HOST: 'host',
   UPSTREAM_URL: 'upstream.url',
   UPSTREAM_API_KEY: 'upstream.apiKey',
+  REDIS_URL: 'redis.url',
   TIDEGATE_MAX_BUFFERED_BYTES: 'stream.maxBufferedBytes',
   TIDEGATE_OVERFLOW: 'stream.overflow',
   TIDEGATE_RELAY: 'stream.relay',

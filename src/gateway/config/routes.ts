@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { resolveResume, resumeSchema, type ResumeSettings } from '../resume/settings';
 import { headerName } from './fields';
 import type { GatewayConfig } from './schema';
 import { DEFAULT_POLICY, DEFAULT_RETRY, DEFAULT_TIMEOUTS, policyShape, retryShape, timeoutsShape, type RetrySettings, type StreamPolicy, type UpstreamTimeouts } from './stream';
@@ -31,6 +32,11 @@ export const routeSchema = z.object({
   resumable: z.boolean().default(false),
   /** Passthrough only: the event that ends the stream; EOF without it is ERR_TIDEGATE_UPSTREAM_TRUNCATED. */
   terminator: z.object({ event: z.string().optional(), data: z.string().optional() }).optional(),
+  /**
+   * Resumable streams (docs/resume.md): `true`, or `{ store, windowBytes, lingerMs, retentionMs }`
+   * (defaults `memory`, 1 MiB, 30 s, 5 min). Off when absent.
+   */
+  resume: resumeSchema.optional(),
   policy: z.object(policyShape).partial().strict().default({}),
   timeouts: z.object(timeoutsShape).partial().strict().default({}),
   retry: z.object(retryShape).partial().strict().default({}),
@@ -55,6 +61,8 @@ export interface ResolvedRoute {
   stream: boolean;
   resumable: boolean;
   terminator: { event?: string | undefined; data?: string | undefined } | undefined;
+  /** Resume settings; `undefined` when the route's streams are not resumable. */
+  resume: ResumeSettings | undefined;
   policy: StreamPolicy;
   timeouts: UpstreamTimeouts;
   retry: RetrySettings;
@@ -84,6 +92,7 @@ export function resolveRoutes(config: GatewayConfig, upstreamBase: string | unde
     stream: r.stream,
     resumable: r.resumable,
     terminator: r.terminator,
+    resume: resolveResume(r.resume),
     policy: { ...DEFAULT_POLICY, ...config.stream, ...r.policy },
     timeouts: { ...DEFAULT_TIMEOUTS, ...config.timeouts, ...r.timeouts },
     retry: { ...DEFAULT_RETRY, ...config.retry, ...r.retry },

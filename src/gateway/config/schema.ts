@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { DEFAULT_MAX_BODY_BYTES } from '../../http/errors';
 import { int } from './fields';
 import { limitsSchema } from './limits';
+import { redisSchema, resumeStoreSchema } from '../resume/settings';
 import { routeSchema } from './routes';
 import { policyShape, retryShape, timeoutsShape } from './stream';
 
@@ -33,6 +34,10 @@ export const configSchema = z
     retry: z.object(retryShape).partial().strict().default({}),
     /** Routes; default: openai on /v1/chat/completions and anthropic on /v1/messages. */
     routes: z.array(routeSchema).optional(),
+    /** Gateway-wide bounds of the resume stores. */
+    resumeStore: resumeStoreSchema,
+    /** Redis of the `redis` resume store (`REDIS_URL`); never needed otherwise. */
+    redis: redisSchema,
     shutdown: z
       .object({
         /** Streams may finish for this long after SIGTERM, ms; then they get ERR_TIDEGATE_SHUTDOWN. */

@@ -1,5 +1,4 @@
 import type { Request, Response } from 'express';
-import { randomUUID } from 'node:crypto';
 import { ShutdownError, TimeoutError } from '../../errors';
 import type { ProviderAdapter, TokenUsage } from '../../providers/types';
 import { scrubbingAdapter } from '../../providers/scrub';
@@ -9,6 +8,7 @@ import { watchAbort } from '../abort-watch';
 import type { ResolvedRoute } from '../config';
 import type { Logger } from '../logger';
 import type { GatewayMetrics } from '../metrics';
+import { newStreamId } from '../resume/ids';
 import type { EarlyCommit } from './early-commit';
 import { ClientClosedError, upstreamOutcome, type RelayOutcome } from './outcome';
 
@@ -31,7 +31,8 @@ export interface StreamEnvironment {
  * {@link close} releases every listener and timer it set.
  */
 export class StreamContext {
-  readonly streamId = randomUUID();
+  /** 128 random bits (hex): also what a resumable stream's clients resume by, so never guessable. */
+  readonly streamId = newStreamId();
   readonly usage: TokenUsage = {};
   /** Upstream requests made so far (retries and resumable reconnects count). */
   attempts = 0;

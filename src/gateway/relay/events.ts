@@ -4,11 +4,11 @@ import { sseDecode, sseFrames } from '../../sse';
 import { adaptFrames, adaptProvider } from '../../providers/adapt';
 import type { GatewayEvent } from '../../providers/types';
 import { openUpstreamStream, type UpstreamRequest, type UpstreamStream } from '../../http/request';
-import { openResumableStream } from '../../http/resumable';
 import { withRetries } from '../../http/retry';
 import type { StreamContext } from './context';
 import { settlePlan, type BytesPlan, type EventsPlan, type RelayPlan, type StreamingPlan } from './plan';
 import { ReadAdmission } from './read-admission';
+import { openResumableStream } from './resumable';
 import { upstreamOutcome } from './outcome';
 import { withoutLastEventId } from './upstream-call';
 
@@ -96,6 +96,10 @@ async function resumableEvents(stream: StreamContext, request: UpstreamRequest):
     initialDelayMs: route.retry.baseDelayMs,
     maxDelayMs: route.retry.maxDelayMs,
     idleTimeoutMs: route.timeouts.idleMs,
+    connectTimeoutMs: request.connectTimeoutMs,
+    firstByteTimeoutMs: request.firstByteTimeoutMs,
+    followRedirects: request.followRedirects,
+    route: request.route,
     maxEventBytes: route.policy.maxEventBytes,
     isTerminal: terminator ? (e) => (terminator.event ?? e.type) === e.type && (terminator.data ?? e.data) === e.data : undefined,
   }).catch((err: unknown) => {

@@ -12,7 +12,7 @@ import type { ClientAsk } from './upstream-call';
  * |---|---|---|
  * | `whole` | the client or the route does not stream | nothing: one whole answer |
  * | `resumable` | a resumable passthrough route | events read through `connectSse` (reconnects with `Last-Event-ID`) |
- * | `bytes` | no policy, `limitRate` or resumable route, and room in the budget | the upstream's own bytes cut into frames of whole events |
+ * | `bytes` | no policy, `limitRate`, resumable or `resume` route, and room in the budget | the upstream's own bytes cut into frames of whole events |
  * | `events` | otherwise | decoded events, re-encoded |
  */
 export type StreamPlan = { readonly kind: 'whole' } | StreamingPlan;
@@ -59,7 +59,7 @@ export function planStream(route: ResolvedRoute, res: Response, ask: ClientAsk, 
   if (!ask.streaming) return { kind: 'whole' };
   if (route.resumable && route.provider === 'passthrough') return { kind: 'resumable' };
   const room = relayRoom(route, res);
-  const eventsOnly = route.policy.relay !== 'bytes' || hasPolicy || route.policy.limitRate > 0 || route.resumable;
+  const eventsOnly = route.policy.relay !== 'bytes' || hasPolicy || route.policy.limitRate > 0 || route.resumable || route.resume !== undefined;
   if (eventsOnly || room < MIN_RELAY_ROOM_BYTES) return { kind: 'events', maxEventBytes: route.policy.maxEventBytes };
   // An event that could not pass beside the socket's buffer and the reads' slack is refused as
   // it arrives (ERR_TIDEGATE_SSE_LIMIT): the carried block never crowds out the budget.

@@ -5,6 +5,7 @@ import { upstreamRedaction } from '../../http/redact';
 import type { ResolvedRoute } from '../config';
 import type { Logger } from '../logger';
 import type { GatewayMetrics } from '../metrics';
+import type { ResumeService } from '../resume/service';
 import { policyChain, type StreamPolicyFn } from './chain';
 import { StreamContext } from './context';
 import { scheduleEarlyCommit } from './early-commit';
@@ -28,6 +29,8 @@ export interface RelayOptions {
   shutdown: AbortSignal;
   /** Called with the stream's abort function while it runs; the return value unregisters it. */
   register(abort: (reason: unknown) => void): () => void;
+  /** The gateway's resume side; with it, a route with `resume` shares each stream for later readers. */
+  resume?: ResumeService | undefined;
 }
 
 /**
@@ -65,7 +68,18 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
       usage: stream.usage,
       onFirstToken: () => stream.firstToken(),
     });
-    await sendToClient(stream, { flow, budget, ...opened });
+    if (route.resume === undefined || options.resume === undefined) return await sendToClient(stream, { flow, budget, ...opened });
+    // Resumable: the first client reads the shared stream like any later one; the stream (and
+    // this request's lifetime: its timeouts, the shutdown) lasts until no reader comes back.
+    const shared = options.resume.share(stream.streamId, flow, { ...route, resume: route.resume }, req);
+    const onAbort = (): void => shared.abort(stream.signal.reason);
+    stream.signal.addEventListener('abort', onAbort);
+    try {
+      await sendToClient(stream, { flow: shared.reader, budget, ...opened });
+      await shared.done;
+    } finally {
+      stream.signal.removeEventListener('abort', onAbort);
+    }
   } catch (err) {
     failBeforeHeaders(stream, err);
   } finally {

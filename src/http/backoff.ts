@@ -1,8 +1,8 @@
 /** Inputs of {@link backoffDelayMs}. */
 export interface BackoffInput {
-  /** Failed attempts in a row so far, counting the one just failed (1 for the first reconnect). */
+  /** Failed attempts in a row so far, counting the one just failed (1 for the first retry). */
   attempt: number;
-  /** The base delay in ms: the server's last `retry:` value, else the configured initial delay. */
+  /** The base delay in ms: the first window's width. */
   baseMs: number;
   /** The ceiling of the exponential window in ms. */
   maxDelayMs: number;
@@ -13,10 +13,13 @@ export interface BackoffInput {
 }
 
 /**
- * The delay before a reconnect, in ms: exponential backoff with FULL jitter (AWS Architecture
- * Blog, "Exponential Backoff and Jitter", 2015): `random() * min(maxDelayMs, baseMs * 2^(attempt-1))`,
- * so clients dropped at the same instant (a deploy) spread their reconnects over the whole window
+ * The delay before a retry, in ms: exponential backoff with FULL jitter (AWS Architecture Blog,
+ * "Exponential Backoff and Jitter", 2015): `random() * min(maxDelayMs, baseMs * 2^(attempt-1))`,
+ * so clients dropped at the same instant (a deploy) spread their retries over the whole window
  * instead of arriving in lockstep. A `Retry-After` is a floor: the delay is never shorter.
+ *
+ * The one backoff of tidegate: the upstream retries (`retryDelayMs`) and the SSE client's
+ * reconnects (`connectSse`, which adds it on top of the server's reconnection time) both use it.
  *
  * @example
  * backoffDelayMs({ attempt: 1, baseMs: 50, maxDelayMs: 30_000, random: Math.random }); // in [0, 50)

@@ -1,4 +1,4 @@
-import { backoffDelayMs } from '../../src/client';
+import { backoffDelayMs } from '../../src/http/backoff';
 
 describe('backoffDelayMs', () => {
   const base = { baseMs: 100, maxDelayMs: 1000 };

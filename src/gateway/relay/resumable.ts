@@ -1,9 +1,10 @@
-import { connectSse } from '../client';
-import { SseConnectionError, SseHttpError } from '../errors';
-import { Flow } from '../flow/flow';
-import type { Subscriber, Subscription } from '../flow/types';
-import type { SseEvent } from '../sse';
-import { UpstreamHttpError, UpstreamResetError } from './errors';
+import { connectSse } from '../../client/connect-sse';
+import { SseConnectionError, SseHttpError } from '../../errors';
+import { Flow } from '../../flow/flow';
+import type { Subscriber, Subscription } from '../../flow/types';
+import type { SseEvent } from '../../sse/codec/parser';
+import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_FIRST_BYTE_TIMEOUT_MS, isRedirect } from '../../http/call';
+import { UpstreamHttpError, UpstreamRedirectError, UpstreamResetError } from '../../http/errors';
 
 /** Options of {@link openResumableStream}: the upstream call, plus the reconnection budget. */
 export interface ResumableRequest {
@@ -27,6 +28,14 @@ export interface ResumableRequest {
   maxDelayMs: number;
   /** Reconnect when the upstream sent nothing for this long, ms (0: never). */
   idleTimeoutMs: number;
+  /** Each attempt's new connection must be established within this, ms (0: never; default 10000). */
+  connectTimeoutMs?: number | undefined;
+  /** Each attempt's first body byte must arrive within this, ms (0: never; default 60000). */
+  firstByteTimeoutMs?: number | undefined;
+  /** Follow a 3xx answer (the route's `followRedirects`; default `false`: {@link UpstreamRedirectError}). */
+  followRedirects?: boolean | undefined;
+  /** The route, named in errors instead of the URL. */
+  route?: string | undefined;
   maxEventBytes: number;
   /** The event that ends the stream (no reconnect after it). */
   isTerminal?: (event: SseEvent) => boolean;
@@ -60,6 +69,10 @@ export function openResumableStream(request: ResumableRequest): Promise<Flow<Sse
       initialDelayMs: request.initialDelayMs,
       maxDelayMs: request.maxDelayMs,
       idleTimeoutMs: request.idleTimeoutMs > 0 ? request.idleTimeoutMs : undefined,
+      // The relay's own deadlines, per attempt, through the same HTTP stack as every other route.
+      connectTimeoutMs: request.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+      firstByteTimeoutMs: request.firstByteTimeoutMs ?? DEFAULT_FIRST_BYTE_TIMEOUT_MS,
+      followRedirects: request.followRedirects === true,
       maxEventBytes: request.maxEventBytes,
       isTerminal: request.isTerminal,
       onOpen: () => {
@@ -67,12 +80,13 @@ export function openResumableStream(request: ResumableRequest): Promise<Flow<Sse
         resolve(handoff.flow);
       },
     });
-    handoff.onEarlyError = (err) => reject(mapError(err));
+    handoff.onEarlyError = (err) => reject(mapError(err, request.route));
     flow.subscribeWith(handoff);
   });
 }
 
-function mapError(err: unknown): unknown {
+function mapError(err: unknown, route?: string): unknown {
+  if (err instanceof SseHttpError && isRedirect(err.status)) return new UpstreamRedirectError(err.status, route);
   if (err instanceof SseHttpError) return new UpstreamHttpError(err.status, err.body, err.contentType, err.retryAfterMs);
   if (err instanceof SseConnectionError) return new UpstreamResetError(err.message, { cause: err });
   return err;

@@ -2,10 +2,11 @@ import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import fetch from 'node-fetch';
-import { bypassBodyCallbacks, upstreamAgent, withClientRequest } from '../../src/http/node-hooks';
+import { bypassBodyCallbacks } from '../../src/http/body-bypass';
+import { upstreamAgent, withClientRequest } from '../../src/http/node-hooks';
 
-// Pins the body bypass of src/http/node-hooks.ts: Node's HTTP parser skips a non-function body
-// callback, and a body picked out of the socket's reads arrives whole and in order.
+// A body picked out of the socket's reads arrives whole and in order, one push per read, and the
+// parser it was taken from serves every later message as before.
 
 const servers: net.Server[] = [];
 
@@ -52,7 +53,7 @@ async function get(url: string): Promise<Received> {
     (req) =>
       req.once('response', (res: http.IncomingMessage) => {
         incoming = res;
-        bypassed = bypassBodyCallbacks(res);
+        bypassed = bypassBodyCallbacks(res, 'GET');
         res.on('data', () => pushes++);
       }),
     () => fetch(target, { agent: upstreamAgent(target) }),
@@ -138,7 +139,7 @@ describe('bypassBodyCallbacks', () => {
     const response = await withClientRequest(
       (req) =>
         req.once('response', (res: http.IncomingMessage) => {
-          bypassed = bypassBodyCallbacks(res);
+          bypassed = bypassBodyCallbacks(res, 'GET');
           closed = new Promise((r) => res.socket?.once('close', r));
         }),
       () => fetch(target, { agent: upstreamAgent(target), signal: ac.signal }),

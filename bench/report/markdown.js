@@ -1,0 +1,407 @@
+'use strict';
+// docs/benchmarks.md from one results object: the run it came from, the method, one table per
+// scenario, the targets with their verdicts, a before/after table for --ref runs, and a short
+// analysis computed from those tables (it states nothing the tables do not show).
+const { cutText, kernelTcpCell, consumerLabel, label, fmtB, f, esc, ok, mdTable } = require('./charts');
+
+/** The run a scenario's figures came from (merge.js may take a scenario from another run). */
+function runOf(res, key) {
+  const r = (res.scenarioRuns && res.scenarioRuns[key]) || res;
+  const b = r.build;
+  return {
+    date: `${String(r.startedAt).slice(0, 16).replace('T', ' ')} UTC`,
+    commit: b ? `\`${b.short}\`${b.dirty ? ' + uncommitted changes' : ''}` : 'unknown commit',
+    mode: r.mode,
+  };
+}
+
+function runLine(res, key) {
+  const r = runOf(res, key);
+  const before = res.ref && hasBefore(res.scenarios[key]) ? `; "(before)" rows: \`${res.ref.short}\`` : '';
+  return `*Run: ${r.date}, commit ${r.commit}, ${r.mode} mode${before}.*`;
+}
+
+const hasBefore = (rows) => rows && typeof rows === 'object' && Object.keys(rows).some((n) => n.includes('@before'));
+const rowsOf = (S, key) => (S[key] && !S[key].error ? Object.entries(S[key]) : []);
+const errCells = (n, r, width) => [label(n), `error: ${esc(r.error).slice(0, 80)}`, ...Array(width - 2).fill('')];
+const budgetPeak = (r) => (r && r.streamLog ? Math.max(0, ...Object.values(r.streamLog).map((v) => v.maxPeakBufferedBytes || 0)) : null);
+const ratio = (a, b) => (a != null && b ? a / b : null);
+const x = (v) => (v == null ? 'n/a' : `${v.toFixed(2)}×`);
+/** a ≤ b, or null (not judged) when either is missing. */
+const le = (a, b) => (a == null || b == null || !Number.isFinite(a) || !Number.isFinite(b) ? null : a <= b);
+
+/** "stalled 100, ≤ 93.7 s": streams the gateway ended itself (per-stream log), per outcome. */
+function gatewayCuts(log) {
+  if (!log) return '–';
+  const parts = Object.entries(log)
+    .filter(([k]) => k !== 'completed' && k !== 'client_closed')
+    .map(([k, v]) => `${k} ${v.n}, ≤ ${f(v.maxDurationMs / 1000, 1)} s`);
+  return parts.join('; ') || 'none';
+}
+
+function header(res, out) {
+  const m = res.machine;
+  const r = runOf(res, null);
+  out.push('# Benchmarks', '');
+  out.push('tidegate against other proxies, every system measured side by side on the same machine in one run. A full run (`npm run bench`) rewrites this page and `docs/img/bench-*.svg`.', '');
+  const runs = [['this run', r.date, r.commit, r.mode, `\`${res.command}\``, `${f((res.durationS || 0) / 60, 0)} min`]];
+  if (res.ref) runs.push(['"(before)" rows', r.date, `\`${res.ref.short}\` (\`--ref ${res.ref.rev}\`)`, r.mode, 'same run, interleaved', '–']);
+  for (const [key, sr] of Object.entries(res.scenarioRuns || {})) {
+    const o = runOf(res, key);
+    runs.push([`${key} (repeated)`, o.date, o.commit, o.mode, `\`${sr.command}\``, `${f((sr.durationS || 0) / 60, 0)} min`]);
+  }
+  out.push(mdTable(['figures', 'date', 'commit', 'mode', 'command', 'duration'], runs), '');
+  const addon = (v) => (v === true ? 'built' : v === false ? '**not built** (kernel queues unbounded)' : 'none in this revision');
+  if (res.build && res.build.nativeAddon !== undefined) out.push(`Socket-options addon (\`TCP_NOTSENT_LOWAT\`): ${addon(res.build.nativeAddon)}${res.ref && res.ref.nativeAddon !== undefined ? `; in the "(before)" build: ${addon(res.ref.nativeAddon)}` : ''}.`, '');
+  out.push(`Machine: ${m.nproc} × ${m.model}, ${m.memGb} GiB RAM, Linux ${m.kernel}, Node.js ${m.node}, open-file limit ${m.fdHard}; load average ${(m.loadavgStart || []).join(' / ')} at the start, ${(m.loadavgEnd || []).join(' / ')} at the end.`, '');
+  if (res.mode === 'quick') out.push('> A quick run: smaller and shorter scenarios that check the harness. Its figures are not comparable with a full run\'s.', '');
+  for (const note of res.notes || []) out.push(`> ${note}`, '');
+}
+
+function method(res, out) {
+  const P = res.params;
+  out.push('## Method', '');
+  out.push('Every system runs as its own process on 127.0.0.1, beside a fake OpenAI-compatible upstream (`bench/upstream.js`) and a load generator (`bench/load.js`); they share the machine\'s cores, so ratios within a run mean more than absolute figures.', '');
+  out.push(
+    mdTable(
+      ['system', 'what it is'],
+      [
+        ['naive Express proxy', 'Express + node-fetch, `res.write()` of every chunk, its result ignored'],
+        ['http.request + pipeline()', 'Express + `http.request`, `pipeline(upstreamRes, res)`'],
+        ['fetch + pipeline()', 'Express + Node\'s `fetch`, `pipeline(Readable.fromWeb(body), res)`'],
+        ['http-proxy-middleware', 'Express + `createProxyMiddleware`, its defaults'],
+        ['nginx', '`proxy_buffering off`, one worker'],
+        ['nginx, sndbuf=64k', 'the same with `listen … sndbuf=64k`'],
+        ['tidegate passthrough', 'a passthrough route (`--passthrough /sse=…`)'],
+        ['tidegate OpenAI route', '`POST /v1/chat/completions`'],
+        ['tidegate Responses route', '`POST /v1/responses` (where the build serves it)'],
+      ],
+    ),
+    '',
+  );
+  out.push('The baselines are in `bench/baselines.js`; every command line is in `bench/targets.js`. tidegate runs as:', '');
+  out.push('```sh', `node ${res.gatewayCommand}`, '```', '');
+  if (res.gatewayConfig) out.push(`\`bench-config.json\` turns admission limits off (every bench client comes from one address): \`${JSON.stringify(res.gatewayConfig)}\`.`, '');
+  out.push(`S1 overrides \`--stall-timeout-ms\` (${P.s1 ? P.s1.stallTimeoutMs : '–'} ms), the stability map too (${P.map ? P.map.stallTimeoutMs : '–'} ms); rows marked "terminate" run with \`--overflow terminate\`.${res.ref ? ` Rows marked "(before)" run the build of \`${res.ref.short}\` (${esc(res.ref.subject)}), in turn with the current one.` : ''}${(res.variants || []).map((v) => ` Rows marked "(${v.label})" add \`${JSON.stringify(v.config)}\` to the configuration.`).join('')}`, '');
+  const rows = [];
+  if (P.s1) rows.push(['S1 slow and stalled', `${P.s1.clients}: half stall after the first event, half read ${P.s1.slowBps} B/s`, `${P.s1.rate.toLocaleString('en')} events/s per stream`, `${P.s1.durationMs / 1000} s + drain`, 'RSS, bytes held per stream, kernel bytes, how streams end']);
+  if (P.s2) rows.push(['S2 fast, batched', `${P.s2.clients}, reading as fast as they can`, `${fmtB(P.s2.bytesPerStream)} per stream, many events per HTTP chunk`, 'until done', 'CPU s per GB']);
+  if (P.s2chunk) rows.push(['S2 fast, one chunk per event', `${P.s2chunk.clients}, as fast as they can`, `${fmtB(P.s2chunk.bytesPerStream)} per stream, one HTTP chunk per ~170 B event`, 'until done', 'CPU s per GB, µs per event']);
+  if (P.s3) rows.push(['S3 latency', `${P.s3.clients}`, `${P.s3.rate} events/s per stream, own 10 ms schedule`, `${P.s3.durationMs / 1000} s after ${P.s3.warmupMs / 1000} s warm-up`, 'latency percentiles']);
+  if (P.s4) rows.push(['S4 many streams', `${P.s4.streams.toLocaleString('en')}, opened 200 every 100 ms`, '1 event/s per stream', `${P.s4.holdMs / 1000} s after the last opened`, 'KB per stream']);
+  if (P.setup) rows.push(['set-up rate', `${P.setup.ratesPerS.join(' / ')} new streams per s`, `first event with the headers, one more, end (~${P.setup.streamMs} ms)`, `${P.setup.openForMs / 1000} s per rate`, 'TTFB, CPU per stream']);
+  if (P.map) rows.push(['stability map', `${P.map.streams} per cell`, `${P.map.producers[0]}–${P.map.producers[P.map.producers.length - 1]} events/s`, `${P.map.cellMs / 1000} s per cell`, 'completed / slowed / terminated / grew']);
+  out.push(mdTable(['scenario', 'clients', 'upstream sends', 'duration', 'measures'], rows), '');
+  out.push('Definitions:', '');
+  out.push('- **CPU**: user + system time from `/proc/<pid>/stat` (nginx: master + worker). **RSS**: VmRSS every 100 ms.');
+  out.push('- **held/stream**: payload a proxy read from its upstream socket minus payload it handed to its client socket (userland), in frozen snapshots, over streams whose sockets still exist.');
+  out.push('- **own kernel bytes**: the queues of the proxy\'s own sockets in `/proc/net/tcp`: send queues towards the clients (local port = its listening port) and receive queues from the upstream (remote port = the upstream\'s); the upstream\'s and the clients\' own queues are not counted. "per stalled stream" is the largest sum of one stream\'s two sockets at a snapshot; "peak" the largest total, sampled every 500 ms.');
+  out.push('- **budget use**: the gateway\'s own count, `peakBufferedBytes` in its stream log.');
+  out.push('- **How a stream ended** (from the client, after a final drain): *error event*, *reset* (nothing queued arrives), *done*, *closed*, *open*.');
+  out.push('- **TTFB**: connect to the first response byte, at the client; **first event**: to the first complete event.');
+  out.push('');
+  out.push(
+    mdTable(
+      ['command', 'what it does'],
+      [
+        ['`npm run bench`', 'full run; rewrites this page'],
+        ['`npm run bench -- --ref main~1`', 'adds the "(before)" rows of another revision'],
+        ['`npm run bench:quick`', 'small run that checks the harness (< 3 min)'],
+        ['`node bench/run.js --only S2CHUNK --targets pipeline,tidegate-pass --no-docs`', 'a subset; page left alone'],
+        ['`--variant \'name={"stream":{…}}\'`', 'tidegate rows with another configuration'],
+        ['`BENCH_PARAMS=\'{"s2":{"bytesPerStream":41943040}}\'`', 'overrides a scenario\'s parameters'],
+        ['`BENCH_GATEWAY_NODE_FLAGS`, `BENCH_BASELINE_NODE_FLAGS`', 'Node flags, e.g. `--cpu-prof`'],
+      ],
+    ),
+    '',
+  );
+  out.push('Raw JSON goes to `bench/results/` (git-ignored).', '');
+}
+
+/** [system, target, measured, verdict, met] rows for every check the tables can decide. */
+function checks(res) {
+  const S = res.scenarios;
+  const get = (k, n) => (S[k] && ok(S[k][n]) ? S[k][n] : null);
+  const out = [];
+  const add = (n, what, measured, met) => out.push({ system: label(n), what, measured, met });
+  const pipe = get('S2', 'pipeline');
+  const fetchChunk = get('S2chunk', 'fetch-pipeline');
+  const nodePeers = ['naive', 'pipeline', 'fetch-pipeline', 'hpm'];
+  for (const n of ['tidegate-pass', 'tidegate-openai', 'tidegate-responses']) {
+    const s1 = get('S1', n);
+    const s1t = get('S1', `${n}+terminate`);
+    if (s1) {
+      add(n, 'S1 peak RSS − idle ≤ 30 MB', `${f(s1.rssDeltaMb)} MB`, le(s1.rssDeltaMb, 30));
+      if (s1.ownKernelPerStalledMaxB != null) add(n, 'S1 own kernel bytes ≤ 256 KiB per stalled stream', fmtB(s1.ownKernelPerStalledMaxB), le(s1.ownKernelPerStalledMaxB, 256 * 1024));
+      const bp = budgetPeak(s1);
+      if (bp) add(n, 'S1 budget use ≤ 64 KiB per stream', fmtB(bp), le(bp, 65536));
+      add(n, 'S1 every stalled stream cut with an error event', `${s1.stalledCutWithError}/${s1.stalledTotal}`, s1.stalledCutWithError === s1.stalledTotal);
+      add(n, 'S1 every slow stream completes', `${s1.slowCompleted}/${s1.slowTotal}`, s1.slowCompleted === s1.slowTotal);
+    }
+    if (s1t) add(`${n}+terminate`, 'S1 every stalled stream cut with an error event', `${s1t.stalledCutWithError}/${s1t.stalledTotal}`, s1t.stalledCutWithError === s1t.stalledTotal);
+    const s2 = get('S2', n);
+    if (s2 && pipe) {
+      const cap = n === 'tidegate-pass' ? 1 : 1.5;
+      add(n, `S2 CPU s/GB ≤ ${cap}× http.request + pipeline()`, `${f(s2.cpuSPerGb, 2)} (${x(ratio(s2.cpuSPerGb, pipe.cpuSPerGb))})`, le(s2.cpuSPerGb, cap * pipe.cpuSPerGb));
+    }
+    if (s2) add(n, 'S2 zero U+FFFD', String(s2.fffd), s2.fffd === 0);
+    const c2 = get('S2chunk', n);
+    if (c2 && fetchChunk) {
+      const cap = n === 'tidegate-pass' ? 1 : 1.3;
+      add(n, `S2 per-event chunks: CPU s/GB ≤ ${cap}× fetch + pipeline()`, `${f(c2.cpuSPerGb, 2)} (${x(ratio(c2.cpuSPerGb, fetchChunk.cpuSPerGb))})`, le(c2.cpuSPerGb, cap * fetchChunk.cpuSPerGb));
+    }
+    const s3 = get('S3', n);
+    if (s3) add(n, 'S3 p99 ≤ 2 ms', `${f(s3.p99, 2)} ms`, le(s3.p99, 2));
+    const s4 = get('S4', n);
+    if (s4) {
+      add(n, 'S4 every stream flowing', `${s4.flowing}/${s4.streams}`, s4.flowing >= s4.streams);
+      add(n, 'S4 ≤ 34 KB per stream', s4.kbPerStream == null ? 'n/a' : `${f(s4.kbPerStream)} KB`, le(s4.kbPerStream, 34));
+    }
+    const su = get('SETUP', n);
+    if (su) {
+      const at = (r) => r && r.byRate && r.byRate.reduce((b, y) => (!b || y.ratePerS > b.ratePerS ? y : b), null);
+      const mine = at(su);
+      const peers = nodePeers.map((p) => at(get('SETUP', p))).filter((y) => y && y.ttfbMs.p99 != null && y.ratePerS === mine.ratePerS);
+      const best = peers.length ? Math.min(...peers.map((y) => y.ttfbMs.p99)) : null;
+      if (mine && best != null) add(n, `set-up at ${mine.ratePerS}/s: TTFB p99 ≤ best Node peer (${f(best, 1)} ms)`, `${f(mine.ttfbMs.p99, 1)} ms`, le(mine.ttfbMs.p99, best));
+    }
+  }
+  // The Responses route against the chat route (same memory bound, CPU per GB within 10%).
+  const rs1 = get('S1', 'tidegate-responses');
+  const cs1 = get('S1', 'tidegate-openai');
+  if (rs1 && cs1) add('tidegate-responses', 'S1 budget use ≤ the OpenAI route\'s', `${fmtB(budgetPeak(rs1))} vs ${fmtB(budgetPeak(cs1))}`, le(budgetPeak(rs1), budgetPeak(cs1)));
+  for (const k of ['S2', 'S2chunk']) {
+    const r = get(k, 'tidegate-responses');
+    const c = get(k, 'tidegate-openai');
+    if (r && c) add('tidegate-responses', `${k} CPU s/GB within 10% of the OpenAI route`, `${f(r.cpuSPerGb, 2)} vs ${f(c.cpuSPerGb, 2)}`, le(r.cpuSPerGb, 1.1 * c.cpuSPerGb));
+  }
+  return out;
+}
+
+function s1Section(res, out, charts) {
+  const S = res.scenarios;
+  const p = res.params.s1;
+  out.push('### S1 — slow and stalled clients', '', runLine(res, 'S1'), '');
+  if (S.S1.error) return out.push(`S1 failed: ${esc(S.S1.error)}`, '');
+  out.push(
+    mdTable(
+      ['system', 'idle RSS', 'peak RSS − idle', 'held/stream (userland)', 'own kernel/stalled stream', 'budget use', 'stalled: error event', 'stalled: reset', 'slow: done', 'gateway ended', 'all TCP memory, peak'],
+      rowsOf(S, 'S1').map(([n, r]) =>
+        ok(r)
+          ? [label(n), `${f(r.idleRssMb)} MB`, `**${f(r.rssDeltaMb)} MB**`, r.heldStreams ? `${fmtB(r.heldPerStreamMaxB)} (${r.heldStreams} open)` : 'n/a', fmtB(r.ownKernelPerStalledMaxB), r.streamLog ? fmtB(budgetPeak(r)) : '–', `${r.stalledCutWithError}/${r.stalledTotal}`, `${r.stalledReset}/${r.stalledTotal}`, `${r.slowCompleted}/${r.slowTotal}`, gatewayCuts(r.streamLog), kernelTcpCell(r.kernelTcp)]
+          : errCells(n, r, 11),
+      ),
+    ),
+    '',
+  );
+  out.push(`- ${p.clients} clients; the upstream writes ${p.rate.toLocaleString('en')} events/s per stream for ${p.durationMs / 1000} s. Under \`pause\` the clients keep their modes until the ${p.stallTimeoutMs / 1000} s stall timeout has passed.`);
+  out.push('- "all TCP memory" is every TCP socket on the machine (`/proc/net/sockstat`), against `tcp_mem`\'s pressure threshold.');
+  out.push('');
+  if (charts['bench-s1-rss.svg']) out.push('![S1 RSS over time](img/bench-s1-rss.svg)', '');
+}
+
+function kernelSection(res, out) {
+  const S = res.scenarios;
+  const names = [...new Set(['S1', 'S2', 'S2chunk', 'S4'].flatMap((k) => rowsOf(S, k).map(([n]) => n)))];
+  if (!names.length) return;
+  const peak = (k, n, part) => {
+    const r = S[k] && S[k][n];
+    return r && ok(r) && r.ownSockets ? fmtB(r.ownSockets.peak[part]) : '–';
+  };
+  out.push('### Kernel bytes on each proxy\'s own sockets', '', runLine(res, 'S1'), '');
+  out.push('Peaks over each scenario: the proxy\'s send queues towards its clients and receive queues from the upstream, beside its userland RSS above.', '');
+  out.push(
+    mdTable(
+      ['system', 'S1 client send', 'S1 upstream receive', 'S1 per stalled stream', 'S2 total', 'S2 chunk total', 'S4 total'],
+      names.map((n) => [label(n), peak('S1', n, 'clientTx'), peak('S1', n, 'upstreamRx'), S.S1 && ok(S.S1[n]) ? fmtB(S.S1[n].ownKernelPerStalledMaxB) : '–', peak('S2', n, 'total'), peak('S2chunk', n, 'total'), peak('S4', n, 'total')]),
+    ),
+    '',
+  );
+}
+
+function s2Section(res, out, key, title, base) {
+  const S = res.scenarios;
+  const b = S[key] && ok(S[key][base]) ? S[key][base] : null;
+  out.push(`### ${title}`, '', runLine(res, key), '');
+  if (S[key].error) return out.push(`${key} failed: ${esc(S[key].error)}`, '');
+  out.push(
+    mdTable(
+      ['system', 'MB/s', 'CPU s', 'CPU s/GB', `÷ ${label(base)}`, 'CPU µs/event', 'U+FFFD', 'completed'],
+      rowsOf(S, key).map(([n, r]) => (ok(r) ? [label(n), f(r.mbPerS, 0), f(r.cpuS, 2), `**${f(r.cpuSPerGb, 2)}**`, b ? x(ratio(r.cpuSPerGb, b.cpuSPerGb)) : 'n/a', f(r.cpuUsPerEvent, 2), r.fffd, `${r.completed}/${r.total}`] : errCells(n, r, 8))),
+    ),
+    '',
+  );
+}
+
+function s3Section(res, out, charts) {
+  const S = res.scenarios;
+  const t = (rows) =>
+    mdTable(
+      ['system', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'p99 after 1st s', 'events', 'completed'],
+      Object.entries(rows).map(([n, r]) => (ok(r) ? [label(n), f(r.p50, 2), f(r.p90, 2), `**${f(r.p99, 2)}**`, f(r.max, 1), r.steady ? f(r.steady.p99, 2) : 'n/a', r.n, `${r.completed}/${r.total}`] : errCells(n, r, 8))),
+    );
+  out.push('### S3 — latency', '', runLine(res, 'S3'), '');
+  if (S.S3.error) return out.push(`S3 failed: ${esc(S.S3.error)}`, '');
+  out.push('"direct" connects to the upstream without a proxy: the floor of the load generator and the upstream. "p99 after 1st s" leaves out each stream\'s first second, where its set-up falls.', '');
+  out.push(t(S.S3), '');
+  if (charts['bench-s3-latency.svg']) out.push('![S3 latency](img/bench-s3-latency.svg)', '');
+  if (S.S3burst && !S.S3burst.error) out.push('S3 burst: the upstream emits one event on all streams in the same tick, so each system handles them back to back.', '', t(S.S3burst), '');
+}
+
+function s4Section(res, out, charts) {
+  const S = res.scenarios;
+  out.push('### S4 — many idle-ish streams', '', runLine(res, 'S4'), '');
+  if (S.S4.error) return out.push(`S4 failed: ${esc(S.S4.error)}`, '');
+  out.push('"flowing" = an event in the last 2.5 s and not ended. KB/stream = (RSS − idle RSS) / open streams.', '');
+  out.push(mdTable(['system', 'open', 'flowing', 'failed', 'RSS', 'KB/stream'], rowsOf(S, 'S4').map(([n, r]) => (ok(r) ? [label(n), r.open, r.flowing, r.failed, `${f(r.rssMb, 0)} MB`, `**${f(r.kbPerStream)}**`] : errCells(n, r, 6)))), '');
+  if (charts['bench-s4-rss.svg']) out.push('![S4 RSS per stream](img/bench-s4-rss.svg)', '');
+}
+
+function setupSection(res, out) {
+  const S = res.scenarios;
+  out.push('### Set-up rate', '', runLine(res, 'SETUP'), '');
+  if (S.SETUP.error) return out.push(`SETUP failed: ${esc(S.SETUP.error)}`, '');
+  out.push('CPU ms/stream = the proxy\'s CPU over the whole rate step / streams opened (set-up, two events, teardown).', '');
+  const rows = [];
+  for (const [n, r] of rowsOf(S, 'SETUP')) {
+    if (!ok(r)) rows.push(errCells(n, r, 8));
+    else for (const y of r.byRate) rows.push([label(n), y.ratePerS, f(y.ttfbMs.p50, 2), `**${f(y.ttfbMs.p99, 1)}**`, f(y.firstEventMs.p99, 1), y.cpuMsPerStream == null ? '–' : f(y.cpuMsPerStream, 3), `${y.completed}/${y.streams}`, y.refused + y.failed]);
+  }
+  out.push(mdTable(['system', 'opened/s', 'TTFB p50 ms', 'TTFB p99 ms', 'first event p99 ms', 'CPU ms/stream', 'completed', 'refused or failed'], rows), '');
+}
+
+function mapSection(res, out, charts) {
+  const mp = res.scenarios.MAP;
+  out.push('### Stability map', '', runLine(res, 'MAP'), '');
+  out.push(`Rows: upstream events/s (~150 B each), scaled above real token rates to fit a ${mp.cellMs / 1000} s cell. Columns: client read rate. "up N%" = bytes the upstream wrote as a share of what it would write unthrottled.`, '');
+  if (charts['bench-stability.svg']) out.push('![Stability heatmaps](img/bench-stability.svg)', '');
+  for (const [name, cells] of Object.entries(mp.policies)) {
+    out.push(`**${name}**`, '');
+    out.push(
+      mdTable(
+        ['producer \\ consumer', ...mp.consumers.map(consumerLabel)],
+        mp.producers.map((r) => [
+          `${r} ev/s`,
+          ...mp.consumers.map((c) => {
+            const cell = cells.find((y) => y.rate === r && y.consumer === c);
+            if (!cell) return 'n/a';
+            const extra = cell.state === 'terminated' ? ` ${cutText(cell)}` : cell.state === 'grew' ? ` ${cell.heldMaxB != null ? fmtB(cell.heldMaxB) : `RSS +${f(cell.rssGrowthMb, 0)} MB`}` : '';
+            return `${cell.state}${extra} (up ${f((cell.producedRatio || 0) * 100, 0)}%)`;
+          }),
+        ]),
+      ),
+      '',
+    );
+  }
+}
+
+function microSection(res, out) {
+  const M = res.scenarios.MICRO;
+  out.push('### Micro-benchmarks', '', runLine(res, 'MICRO'), '');
+  const fl = M.flow;
+  if (fl && fl.flowOpsPerS) {
+    out.push(
+      mdTable(
+        ['chain', 'elements/s'],
+        [
+          ['`fromIterable → limitRate(256) → onBackpressureBuffer({maxBytes}) → request(64)`', Math.round(fl.flowOpsPerS).toLocaleString('en')],
+          ['RxJS `from(array).pipe(map(x => x))`', Math.round(fl.rxOpsPerS).toLocaleString('en')],
+          ['Flow time / RxJS time', `**${fl.ratio.toFixed(2)}×**`],
+        ],
+      ),
+      '',
+    );
+  } else out.push(`Flow micro-benchmark skipped: ${esc((fl && fl.skipped) || 'no result')}`, '');
+  const pr = M.parser;
+  if (pr && pr.stdout) out.push(`SSE parser against eventsource-parser (\`${pr.file}\`):`, '', '```', pr.stdout, '```', '');
+}
+
+function resumeSection(res, out) {
+  const R = res.scenarios.RESUME;
+  out.push('### Resume', '', runLine(res, 'RESUME'), '');
+  if (R.error) return out.push(`RESUME failed: ${esc(R.error)}`, '');
+  out.push(
+    mdTable(
+      ['system', 'streams', 'resumed', 'on the other instance', 'events lost', 'events duplicated', 'reconnect → first replayed event p99', 'gateway memory per detached stream'],
+      rowsOf(res.scenarios, 'RESUME').map(([n, r]) => (ok(r) ? [label(n), r.streams, r.resumed, r.otherInstance, `**${r.lost}**`, `**${r.duplicated}**`, `${f(r.replayMs && r.replayMs.p99, 1)} ms`, r.kbPerDetached == null ? 'n/a' : `${f(r.kbPerDetached)} KB (window ${fmtB(r.windowBytes)})`] : errCells(n, r, 8))),
+    ),
+    '',
+  );
+}
+
+/** The --ref pairs: each figure of #16's list for the current build and the `@before` one. */
+function beforeAfter(res, out) {
+  const S = res.scenarios;
+  const rows = [];
+  const figs = [
+    ['S1', 'peak RSS − idle, MB', (r) => r.rssDeltaMb, 1],
+    ['S1', 'own kernel/stalled stream, KiB', (r) => (r.ownKernelPerStalledMaxB == null ? null : r.ownKernelPerStalledMaxB / 1024), 1],
+    ['S2', 'CPU s/GB', (r) => r.cpuSPerGb, 2],
+    ['S2chunk', 'CPU s/GB', (r) => r.cpuSPerGb, 2],
+    ['S4', 'KB/stream', (r) => r.kbPerStream, 1],
+  ];
+  for (const [key, what, get, d] of figs) {
+    for (const [n, r] of rowsOf(S, key)) {
+      if (n.includes('@before') || n.includes('+') || n.includes('~') || !n.startsWith('tidegate')) continue;
+      const b = S[key][`${n}@before`];
+      if (!ok(r) || !b || !ok(b)) continue;
+      const va = get(r);
+      const vb = get(b);
+      rows.push([`${key} ${what}`, label(n), f(vb, d), f(va, d), x(ratio(va, vb))]);
+    }
+  }
+  if (!rows.length) return;
+  out.push('### Before and after', '', `*Run: ${runOf(res, null).date}, ${res.mode} mode; before = \`${res.ref.short}\`, after = ${runOf(res, null).commit}, interleaved in the same run.*`, '');
+  out.push(mdTable(['figure', 'system', 'before', 'after', 'after ÷ before'], rows), '');
+}
+
+function analysis(res, out) {
+  const list = checks(res);
+  out.push('## Analysis', '');
+  if (!list.length) return out.push('No tidegate row ran, so no target can be judged from this run.', '');
+  const judged = list.filter((c) => c.met !== null);
+  const met = judged.filter((c) => c.met);
+  const missed = judged.filter((c) => !c.met);
+  out.push(`${met.length} of ${judged.length} targets met in this run${res.mode === 'quick' ? ' (quick mode: not comparable)' : ''}.`, '');
+  if (missed.length) {
+    out.push('Missed:', '');
+    for (const c of missed) out.push(`- ${c.system}: ${c.what}: ${c.measured}.`);
+    out.push('');
+  }
+  out.push('Caveats:', '');
+  out.push('- The upstream, the load generator and the proxy share the cores: compare ratios within one run.');
+  out.push('- Slow clients read through a 512-byte buffer; their own kernel receive queues are the clients\', not the proxy\'s, and are counted in neither "held/stream" nor "own kernel bytes".');
+  out.push('- Under `pause`, S1 keeps megabytes per stream in the kernel for the whole stall timeout; past `tcp_mem`\'s pressure threshold the kernel may drop segments and slow every system\'s streams.');
+  out.push('');
+}
+
+/** The whole page. `charts` names the SVGs written. */
+function markdown(res, charts) {
+  const S = res.scenarios;
+  const out = [];
+  header(res, out);
+  method(res, out);
+  out.push('## Results', '');
+  const list = checks(res);
+  if (list.length) {
+    out.push('### Targets', '', runLine(res, null), '');
+    out.push(mdTable(['system', 'target', 'measured', 'verdict'], list.map((c) => [c.system, c.what, c.measured, c.met === null ? 'not measured' : c.met ? 'met' : '**missed**'])), '');
+  }
+  if (res.ref) beforeAfter(res, out);
+  if (S.S1) s1Section(res, out, charts);
+  kernelSection(res, out);
+  if (S.S2) s2Section(res, out, 'S2', 'S2 — fast clients, batched chunks', 'pipeline');
+  if (S.S2chunk) s2Section(res, out, 'S2chunk', 'S2 — fast clients, one HTTP chunk per event', 'fetch-pipeline');
+  if (charts['bench-s2-cpu.svg']) out.push('![S2 CPU per GB](img/bench-s2-cpu.svg)', '');
+  if (S.S3) s3Section(res, out, charts);
+  if (S.S4) s4Section(res, out, charts);
+  if (S.SETUP) setupSection(res, out);
+  if (S.MAP && S.MAP.policies) mapSection(res, out, charts);
+  if (S.MICRO) microSection(res, out);
+  if (S.RESUME && !S.RESUME.skipped) resumeSection(res, out);
+  if (res.skipped.length) out.push('Not run: ' + res.skipped.map((s) => `${s.target} (${s.why})`).join('; ') + '.', '');
+  analysis(res, out);
+  return out.join('\n');
+}
+
+module.exports = { markdown, checks };

@@ -1,0 +1,113 @@
+import { SIM_HEADERS, parsePrometheus, startTestGateway, type TestGateway } from '../helpers';
+import { chat, chatText, readSse, seqs } from './helpers';
+
+// Resumable streams on the memory store, over real sockets: a client drops and comes back with
+// Last-Event-ID; the window, the linger, a second reader and the credential check.
+
+const forwardHeaders = ['content-type', ...SIM_HEADERS];
+let t: TestGateway;
+
+beforeAll(async () => {
+  t = await startTestGateway({
+    sim: { tokensPerSecond: 400, ttftMs: 1 },
+    config: { stream: { heartbeatMs: 0 }, retry: { maxAttempts: 1 } },
+    routes: [
+      { path: '/v1/chat/completions', provider: 'openai', forwardHeaders },
+      { path: '/resume/v1/chat/completions', upstreamPath: '/v1/chat/completions', provider: 'openai', forwardHeaders, resume: { lingerMs: 2000 } },
+      { path: '/small/v1/chat/completions', upstreamPath: '/v1/chat/completions', provider: 'openai', forwardHeaders, resume: { windowBytes: 2048, lingerMs: 600 } },
+    ],
+  });
+});
+afterAll(() => t.close());
+
+describe('resume (memory store)', () => {
+  it('gives a client that dropped after k events the rest after its Last-Event-ID: no duplicate, no gap, the direct text', async () => {
+    const direct = await readSse(`${t.gateway.url}/v1/chat/completions`, { body: chat('sim-long') });
+    await direct.ended;
+    const first = await readSse(`${t.gateway.url}/resume/v1/chat/completions`, { body: chat('sim-long') });
+    const streamId = String(first.headers['x-tidegate-stream-id']);
+    expect(streamId).toMatch(/^[0-9a-f]{32}$/);
+    await first.atLeast(7);
+    first.drop();
+    await first.ended;
+    const had = [...first.events];
+    const last = had[had.length - 1]!.lastEventId;
+
+    const rest = await readSse(`${t.gateway.url}/v1/streams/${streamId}`, { headers: { 'last-event-id': last } });
+    expect(rest.status).toBe(200);
+    expect(rest.headers['x-tidegate-stream-id']).toBe(streamId);
+    await rest.ended;
+    const all = [...had, ...rest.events];
+    const numbers = seqs(all, streamId);
+    expect(numbers).toEqual(numbers.map((_, i) => i + 1));
+    expect(rest.events[rest.events.length - 1]!.data).toBe('[DONE]');
+    expect(chatText(all)).toBe(chatText(direct.events));
+    expect(chatText(all).length).toBeGreaterThan(100);
+  });
+
+  it('resumes from ?after=<seq> as from Last-Event-ID', async () => {
+    const first = await readSse(`${t.gateway.url}/resume/v1/chat/completions`, { body: chat() });
+    const streamId = String(first.headers['x-tidegate-stream-id']);
+    await first.ended;
+    const again = await readSse(`${t.gateway.url}/v1/streams/${streamId}?after=3`);
+    await again.ended;
+    expect(seqs(again.events, streamId)[0]).toBe(4);
+    expect(again.events.map((e) => e.data)).toEqual(first.events.slice(3).map((e) => e.data));
+  });
+
+  it('refuses a resume from before the window with 410 ERR_TIDEGATE_RESUME_GAP in the route error shape', async () => {
+    const first = await readSse(`${t.gateway.url}/small/v1/chat/completions`, { body: chat('sim-long') });
+    const streamId = String(first.headers['x-tidegate-stream-id']);
+    await first.ended;
+    const late = await readSse(`${t.gateway.url}/v1/streams/${streamId}`, { headers: { 'last-event-id': `${streamId}:1` } });
+    await late.ended;
+    expect(late.status).toBe(410);
+    expect(JSON.parse(late.body)).toMatchObject({ error: { code: 'ERR_TIDEGATE_RESUME_GAP' } });
+    // The tail of the window still resumes.
+    const n = first.events.length;
+    const tail = await readSse(`${t.gateway.url}/v1/streams/${streamId}`, { headers: { 'last-event-id': `${streamId}:${n - 2}` } });
+    await tail.ended;
+    expect(tail.status).toBe(200);
+    expect(tail.events.map((e) => e.data)).toEqual(first.events.slice(n - 2).map((e) => e.data));
+    const metrics = parsePrometheus(await (await fetch(`${t.gateway.url}/metrics`)).text());
+    expect(metrics.get('tidegate_resume_gap_refusals_total{route="/small/v1/chat/completions"}')).toBeGreaterThanOrEqual(1);
+  });
+
+  it('answers 404 for an unknown stream', async () => {
+    const r = await readSse(`${t.gateway.url}/v1/streams/${'0'.repeat(32)}`);
+    await r.ended;
+    expect(r.status).toBe(404);
+    expect(JSON.parse(r.body)).toMatchObject({ error: { code: 'ERR_TIDEGATE_STREAM_NOT_FOUND' } });
+  });
+
+  it('lets a second reader follow live, each with its own demand, both reading every event', async () => {
+    const first = await readSse(`${t.gateway.url}/resume/v1/chat/completions`, { body: chat('sim-long'), headers: { 'x-sim-tokens-per-second': '200' } });
+    const streamId = String(first.headers['x-tidegate-stream-id']);
+    await first.atLeast(3);
+    const second = await readSse(`${t.gateway.url}/v1/streams/${streamId}?after=0`);
+    expect(second.status).toBe(200);
+    // The second reader is live before the first one ends.
+    await second.atLeast(first.events.length + 1);
+    expect(t.sim.requests[t.sim.requests.length - 1]!.outcome).toBe('active');
+    await Promise.all([first.ended, second.ended]);
+    expect(second.events.map((e) => e.data)).toEqual(first.events.map((e) => e.data));
+    expect(seqs(second.events, streamId)).toEqual(seqs(first.events, streamId));
+  });
+
+  it('refuses a resume with another credential, and serves the same one', async () => {
+    const first = await readSse(`${t.gateway.url}/resume/v1/chat/completions`, { body: chat(), headers: { authorization: 'Bearer alice' } });
+    const streamId = String(first.headers['x-tidegate-stream-id']);
+    await first.ended;
+    const mallory = await readSse(`${t.gateway.url}/v1/streams/${streamId}`, { headers: { authorization: 'Bearer mallory' } });
+    await mallory.ended;
+    expect(mallory.status).toBe(403);
+    expect(JSON.parse(mallory.body)).toMatchObject({ error: { code: 'ERR_TIDEGATE_RESUME_FORBIDDEN' } });
+    const none = await readSse(`${t.gateway.url}/v1/streams/${streamId}`);
+    await none.ended;
+    expect(none.status).toBe(403);
+    const alice = await readSse(`${t.gateway.url}/v1/streams/${streamId}`, { headers: { authorization: 'Bearer alice' } });
+    await alice.ended;
+    expect(alice.status).toBe(200);
+    expect(alice.events.length).toBe(first.events.length);
+  });
+});

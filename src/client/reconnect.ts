@@ -1,0 +1,98 @@
+import { SseConnectionError, SseHttpError, TimeoutError } from '../errors';
+import { backoffDelayMs } from '../http/backoff';
+import type { ResolvedSseOptions } from './options';
+import type { SseRequest } from './transport';
+
+/** What to do after a failed connection: wait `delayMs` and connect again, or end with `error`. */
+export type ReconnectStep = { readonly retry: true; readonly attempt: number; readonly delayMs: number } | { readonly retry: false; readonly error: unknown };
+
+/**
+ * @internal The reconnection rules of one SSE stream (WHATWG HTML §9.2.3 "reestablish the
+ * connection", with a backoff and budgets on top): what each attempt sends, how long to wait
+ * after a failure, and when to give up. The session owns the connections; this owns the counts.
+ *
+ * One place decides the next attempt's request ({@link request}), so a stream that is resumed
+ * elsewhere than it started (e.g. a POST that started it, a GET that resumes it) changes only
+ * this module.
+ */
+export class Reconnection {
+  /** Failed attempts in a row (reset by a delivered event). */
+  private failures = 0;
+  /** Reconnects scheduled over the stream's life (not reset by events). */
+  private reconnects = 0;
+  /** The server's reconnection time (`retry:`), ms, once it sent one. */
+  private serverRetryMs: number | undefined;
+
+  constructor(private readonly options: ResolvedSseOptions) {}
+
+  /**
+   * The request of the next attempt: the configured one, with `Accept: text/event-stream`,
+   * `Cache-Control: no-cache` and `Accept-Encoding: identity` unless the caller set them, and
+   * `Last-Event-ID` when there is one (§9.2.3).
+   */
+  request(lastEventId: string): SseRequest {
+    const o = this.options;
+    const headers: Record<string, string> = { accept: 'text/event-stream', 'cache-control': 'no-cache', 'accept-encoding': 'identity', ...o.headers };
+    if (lastEventId !== '') headers['last-event-id'] = lastEventId;
+    return { url: o.url, method: o.method, headers, body: o.body };
+  }
+
+  /** The server sent `retry:` (ms): the stream's reconnection time from now on. */
+  onRetry(ms: number): void {
+    this.serverRetryMs = ms;
+  }
+
+  /** An event was delivered: failures in a row start again from zero. */
+  onEvent(): void {
+    this.failures = 0;
+  }
+
+  /**
+   * A connection failed (`error` undefined: an EOF without a terminal event): reconnect after a
+   * delay, or end with the error to signal (reconnect off, attempts in a row or reconnects in
+   * all spent).
+   */
+  onFailure(error: unknown, retryAfterMs: number | undefined): ReconnectStep {
+    this.failures++;
+    const attempt = this.failures;
+    if (!this.options.reconnect || attempt >= this.options.maxAttempts) return { retry: false, error: finalError(error, attempt) };
+    if (this.reconnects >= this.options.maxReconnects) return { retry: false, error: budgetSpentError(error, attempt, this.options.maxReconnects) };
+    this.reconnects++;
+    const delayMs = this.options.backoffGrowth === 'reconnects' ? this.growingDelayMs(retryAfterMs) : backoffDelayMs({
+      attempt,
+      baseMs: this.serverRetryMs ?? this.options.initialDelayMs,
+      maxDelayMs: this.options.maxDelayMs,
+      random: this.options.random,
+      retryAfterMs,
+    });
+    return { retry: true, attempt, delayMs };
+  }
+
+  /**
+   * `backoffGrowth: 'reconnects'`: the window `base * 2^(reconnects-1)` (capped at `maxDelayMs`,
+   * but never below the server's `retry:`), the delay uniform in its upper half ("equal jitter"),
+   * so it grows with every reconnect; at least `retry:` and `Retry-After`.
+   */
+  private growingDelayMs(retryAfterMs: number | undefined): number {
+    const retryMs = this.serverRetryMs;
+    const base = retryMs ?? this.options.initialDelayMs;
+    const window = Math.max(Math.min(this.options.maxDelayMs, base * 2 ** Math.min(this.reconnects - 1, 52)), retryMs ?? 0);
+    const r = Math.min(Math.max(this.options.random(), 0), 1);
+    const delay = Math.floor(window / 2 + (r * window) / 2);
+    return Math.max(delay, retryMs ?? 0, retryAfterMs ?? 0);
+  }
+}
+
+/** The error a stream ends with when it is not reconnected: typed as the failure, or an {@link SseConnectionError} with it as `cause`. */
+function finalError(error: unknown, attempts: number): unknown {
+  if (error === undefined) return new SseConnectionError('the stream ended before a terminal event', attempts);
+  if (error instanceof SseHttpError || error instanceof TimeoutError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  return new SseConnectionError(`SSE connection failed: ${message}`, attempts, { cause: error });
+}
+
+/** The error a stream ends with once `maxReconnects` reconnects were made. */
+function budgetSpentError(error: unknown, attempts: number, maxReconnects: number): SseConnectionError {
+  const last = error === undefined ? 'the stream ended before a terminal event' : error instanceof Error ? error.message : String(error);
+  return new SseConnectionError(`SSE reconnect budget of ${maxReconnects} spent; last failure: ${last}`, attempts, { cause: error });
+}

@@ -1,0 +1,59 @@
+import type http from 'node:http';
+import type { Flow } from '../flow/flow';
+import { sendUpstream } from '../http/request';
+import { upstreamAgent } from '../http/node-hooks';
+
+/** @internal What one attempt of the SSE client sends. */
+export interface SseRequest {
+  url: URL;
+  method: string;
+  headers: Record<string, string>;
+  body: string | Uint8Array<ArrayBuffer> | undefined;
+}
+
+/**
+ * @internal One attempt's answer, its body not read yet: what the session needs of a response,
+ * whether tidegate's HTTP stack or a caller's `fetch` sent the request.
+ */
+export interface SseAnswer {
+  readonly status: number;
+  readonly headers: { get(name: string): string | null };
+  /** The body as bytes with demand (read only while requested). Subscribe once. */
+  body(): Flow<Uint8Array>;
+  /** The first `maxBytes` of the body as UTF-8 text ('' if it breaks); the response is released after. */
+  text(maxBytes: number): Promise<string>;
+  /** Releases the response without reading it. */
+  release(): void;
+}
+
+/** @internal Sends one attempt; aborting `signal` aborts it (and its body, once answered). */
+export type SseTransport = (request: SseRequest, signal: AbortSignal) => Promise<SseAnswer>;
+
+/**
+ * The keep-alive agent `connectSse` uses by default: the upstream agent of tidegate's HTTP stack
+ * (`Infinity` sockets, so SSE streams never queue behind other calls; reads sized from one
+ * shared buffer, a 4 KiB high-water mark per response).
+ */
+export function defaultSseAgent(url: URL): http.Agent {
+  return upstreamAgent(url);
+}
+
+/**
+ * @internal Attempts through tidegate's HTTP stack (`src/http`): node-fetch 2 on the upstream
+ * agent (or a view of the caller's `agent`), connect and first-byte timeouts, sized reads,
+ * typed network errors that never carry the URL.
+ */
+export function httpTransport(options: { agent: http.Agent | undefined; connectTimeoutMs: number; firstByteTimeoutMs: number; followRedirects: boolean }): SseTransport {
+  return (request, signal) =>
+    sendUpstream({
+      url: request.url.href,
+      method: request.method,
+      headers: request.headers,
+      body: request.body,
+      signal,
+      agent: options.agent,
+      connectTimeoutMs: options.connectTimeoutMs,
+      firstByteTimeoutMs: options.firstByteTimeoutMs,
+      followRedirects: options.followRedirects,
+    });
+}

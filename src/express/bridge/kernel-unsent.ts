@@ -1,0 +1,34 @@
+import type { Socket } from 'node:net';
+import { kernelQueueBytes, reportUnboundedOnce, setSocketOption } from '../../http/socket-options';
+
+/** Most unsent bytes the kernel keeps for a client socket by default (`TCP_NOTSENT_LOWAT`): Node's own `writableHighWaterMark`. */
+export const DEFAULT_KERNEL_UNSENT_BYTES = 16 * 1024;
+
+/**
+ * The `TCP_NOTSENT_LOWAT` a stream's client socket gets, bytes: `kernelUnsentBytes` when given
+ * (0 leaves the kernel's default), else {@link DEFAULT_KERNEL_UNSENT_BYTES} capped at a quarter
+ * of the stream's budget, so a small budget keeps a small kernel queue too.
+ */
+export function kernelUnsentBytesFor(kernelUnsentBytes: number | undefined, budgetBytes: number): number {
+  if (kernelUnsentBytes !== undefined) return Math.max(0, Math.floor(kernelUnsentBytes));
+  return Math.max(1024, Math.min(DEFAULT_KERNEL_UNSENT_BYTES, Math.floor(budgetBytes / 4)));
+}
+
+/**
+ * Bounds the bytes the kernel keeps unsent for `socket` (`TCP_NOTSENT_LOWAT`): the socket reports
+ * writable only while fewer are unsent, so `res.write()` returns `false`, and the bridge stops
+ * asking, after about this much (plus the segment being filled, at most 64 KiB) instead of after
+ * the whole autotuned send buffer (MBs). Bytes in flight to a reader that keeps up are not
+ * bounded, so a fast reader keeps its window. `bytes` 0 does nothing. Without the socket options
+ * addon the kernel's default holds, said once per process.
+ */
+export function boundKernelUnsent(socket: Socket | null, bytes: number): void {
+  if (bytes <= 0 || socket === null) return;
+  if (!setSocketOption(socket, 'notsentLowat', bytes)) reportUnboundedOnce(`the kernel's unsent bytes per client socket (kernelUnsentBytes ${bytes})`);
+}
+
+/** The kernel's send queue of a client socket and its unsent part, bytes, where the addon can read them. */
+export function kernelSendBytes(socket: Socket | null): { sendQueue: number; unsent: number } | undefined {
+  const queues = socket === null ? undefined : kernelQueueBytes(socket);
+  return queues === undefined ? undefined : { sendQueue: queues.sendQueue, unsent: queues.unsent };
+}

@@ -1,0 +1,87 @@
+import type { Request, Response } from 'express';
+import { codeOf } from '../../express/error-shapes';
+import { sendFlow, type StreamResult } from '../../express/send-flow';
+import { ByteBudget } from '../../flow/budget';
+import type { ProviderAdapter } from '../../providers/types';
+import type { ResolvedRoute } from '../config';
+import type { Logger } from '../logger';
+import { ResumeForbiddenError, ResumeGapError, ResumeRequestError, StreamNotFoundError } from './errors';
+import { credentialHash, credentialMatches, isStreamId, parseEventId } from './ids';
+import type { ResumeService } from './service';
+
+/** Path of the resume endpoint (`:streamId` is the `x-tidegate-stream-id` of the original response). */
+export const RESUME_PATH = '/v1/streams/:streamId';
+
+/** What {@link serveResume} needs of the gateway. */
+export interface ResumeEndpointDeps {
+  service: ResumeService;
+  logger: Logger;
+  /** The route a stream was started on (its policy and error shape serve the resume). */
+  routeOf(path: string): ResolvedRoute | undefined;
+  adapterOf(path: string): ProviderAdapter;
+  /** Error shape when the stream is unknown (its route is not known either). */
+  fallback: Pick<ProviderAdapter, 'sendHttpError'>;
+  /** Aborted when the gateway ends every stream (shutdown). */
+  signal: AbortSignal;
+}
+
+/**
+ * Serves one resume: `GET /v1/streams/{streamId}` with `Last-Event-ID: <streamId>:<seq>` or
+ * `?after=<seq>` (neither: from the first event), or a resumable passthrough route's own URL with
+ * that `Last-Event-ID`. Replays every event after `seq` from the stream's log, then follows it
+ * live, and ends as the original ends (its terminator, or its error event in the route's
+ * protocol). Refusals come before any header, in the route's error shape: 404 unknown or expired
+ * stream, 403 another credential, 400 an event this stream never sent, 410
+ * `ERR_TIDEGATE_RESUME_GAP` when some events after `seq` left the window.
+ *
+ * Resolves when the resumed response ended.
+ */
+export async function serveResume(req: Request, res: Response, streamId: string, deps: ResumeEndpointDeps): Promise<void> {
+  const { service, logger } = deps;
+  let errorShape: Pick<ProviderAdapter, 'sendHttpError'> = deps.fallback;
+  let routePath = '';
+  try {
+    const stored = isStreamId(streamId) ? await service.find(streamId) : undefined;
+    if (stored === undefined) throw new StreamNotFoundError();
+    routePath = stored.meta.routePath;
+    const route = deps.routeOf(routePath);
+    if (route === undefined) throw new StreamNotFoundError();
+    const adapter = deps.adapterOf(routePath);
+    errorShape = adapter;
+    if (!credentialMatches(stored.meta.credentialHash, credentialHash(req.headers))) throw new ResumeForbiddenError();
+    const afterSeq = resumePoint(req, streamId);
+    const events = await stored.reader(afterSeq);
+    service.metrics.resumes.inc({ route: routePath });
+    const handle = sendFlow(res, events, {
+      prefetch: route.policy.prefetch,
+      budget: new ByteBudget(route.policy.maxBufferedBytes),
+      stallTimeoutMs: route.policy.stallTimeoutMs,
+      heartbeatMs: route.policy.heartbeatMs,
+      formatError: (e) => adapter.formatError(e),
+      sendHttpError: (r, e) => adapter.sendHttpError(r, e),
+      signal: deps.signal,
+      headers: { 'X-Tidegate-Stream-Id': streamId },
+    });
+    const result: StreamResult = await handle.done;
+    logger.info('resume', { streamId, route: routePath, afterSeq, outcome: result.outcome, events: result.events, bytes: result.bytes, errorCode: result.error === undefined ? undefined : codeOf(result.error) });
+  } catch (err) {
+    if (err instanceof ResumeGapError) service.metrics.gapRefusals.inc({ route: routePath });
+    logger.info('resume', { streamId: isStreamId(streamId) ? streamId : undefined, route: routePath || undefined, outcome: 'refused', errorCode: codeOf(err) });
+    if (!res.headersSent) errorShape.sendHttpError(res, err);
+    else res.destroy();
+  }
+}
+
+/** The last event the client has: `Last-Event-ID` of this stream, else `?after`, else 0. */
+function resumePoint(req: Request, streamId: string): number {
+  const header = req.headers['last-event-id'];
+  if (typeof header === 'string' && header !== '') {
+    const id = parseEventId(header);
+    if (id === undefined || id.streamId !== streamId) throw new ResumeRequestError(`Last-Event-ID ${JSON.stringify(header.slice(0, 80))} names no event of stream ${streamId}`);
+    return id.seq;
+  }
+  const after = req.query.after;
+  if (after === undefined) return 0;
+  if (typeof after !== 'string' || !/^\d{1,15}$/.test(after)) throw new ResumeRequestError('after must be the seq of an event (a non-negative integer)');
+  return Number(after);
+}

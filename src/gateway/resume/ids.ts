@@ -1,0 +1,52 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+
+/** Random bytes of a stream id: 128 bits, so ids cannot be guessed. */
+const STREAM_ID_BYTES = 16;
+const STREAM_ID = /^[0-9a-f]{32}$/;
+
+/** A new stream id: 128 random bits as 32 lower-case hex digits. */
+export function newStreamId(): string {
+  return randomBytes(STREAM_ID_BYTES).toString('hex');
+}
+
+/** True for a string shaped like a {@link newStreamId} id. */
+export function isStreamId(value: string): boolean {
+  return STREAM_ID.test(value);
+}
+
+/** The SSE `id:` of event `seq` (1-based) of a stream: `<streamId>:<seq>`. */
+export function eventId(streamId: string, seq: number): string {
+  return `${streamId}:${seq}`;
+}
+
+/**
+ * Reads an event id written by {@link eventId} (a client's `Last-Event-ID`); `undefined` for
+ * anything else (an upstream's own id, a foreign value).
+ */
+export function parseEventId(value: string | undefined): { streamId: string; seq: number } | undefined {
+  if (value === undefined) return undefined;
+  const colon = value.lastIndexOf(':');
+  if (colon < 0) return undefined;
+  const streamId = value.slice(0, colon);
+  const digits = value.slice(colon + 1);
+  if (!isStreamId(streamId) || !/^\d{1,15}$/.test(digits)) return undefined;
+  return { streamId, seq: Number(digits) };
+}
+
+/**
+ * A SHA-256 hash (hex) of the client credential a request carries (`Authorization`, `x-api-key`),
+ * `''` when it carries none. Only the hash is kept with a stream, never the credential.
+ */
+export function credentialHash(headers: IncomingHttpHeaders): string {
+  const parts = [headers.authorization, headers['x-api-key']].map((v) => (Array.isArray(v) ? v.join(',') : (v ?? '')));
+  if (parts.every((p) => p === '')) return '';
+  return createHash('sha256').update(parts.join('\n')).digest('hex');
+}
+
+/** True when `presented` (a {@link credentialHash}) matches the stream's; a stream started without a credential admits any. */
+export function credentialMatches(stored: string, presented: string): boolean {
+  if (stored === '') return true;
+  if (presented.length !== stored.length) return false;
+  return timingSafeEqual(Buffer.from(stored), Buffer.from(presented));
+}

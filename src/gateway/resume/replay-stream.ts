@@ -1,0 +1,339 @@
+import { addDemand } from '../../flow/demand';
+import { Flow } from '../../flow/flow';
+import type { Subscriber, Subscription } from '../../flow/types';
+import type { BridgeElement } from '../../express/send-flow';
+import { encodeSseBuffer, SseFrame } from '../../sse';
+import { ResumeGapError, ResumeRequestError } from './errors';
+import { eventId } from './ids';
+import { ReplayWindow } from './window';
+
+/** How a shared stream ended: its upstream completed or failed, or it was cancelled (no reader came back, or it was aborted). */
+export type ReplayTerminal = { readonly kind: 'complete' } | { readonly kind: 'error'; readonly error: unknown } | { readonly kind: 'cancelled'; readonly reason?: unknown };
+
+/** Options of a {@link ReplayStream}. Bytes and ms. */
+export interface ReplayStreamOptions {
+  /** Written into every event's `id:` as `<streamId>:<seq>`. */
+  streamId: string;
+  /** Bytes of history kept for late readers, and how far the producer may run ahead of its slowest attached reader. */
+  windowBytes: number;
+  /** With no attached reader, the upstream is kept this long, then cancelled, ms. */
+  lingerMs: number;
+  /** Called with each event as it enters the log (a store mirrors it), and the window's first seq after trimming. */
+  onAppend?: ((seq: number, bytes: Buffer, firstSeq: number) => void) | undefined;
+  /** Called once when the stream ends, however it ends. */
+  onEnd?: ((terminal: ReplayTerminal) => void) | undefined;
+  /** Called when the count of attached readers changes. */
+  onReaders?: ((attached: number) => void) | undefined;
+}
+
+/**
+ * One upstream shared by the clients reading it, with a bounded history: Reactor's
+ * `Flux#replay(history).refCount(1, gracePeriod)`, with the history counted in encoded bytes
+ * (`windowBytes`) and the grace period `lingerMs`.
+ *
+ * Each event gets the SSE id `<streamId>:<seq>` (seq from 1), is encoded once, kept in the
+ * {@link ReplayWindow} and handed to every reader ({@link reader}) when that reader asks for it.
+ * A reader that subscribes after others replays the window from the event after the one it has,
+ * then follows live.
+ *
+ * Demand: with every attached reader caught up, the producer requests upstream exactly what the
+ * most demanding reader asked beyond the events already logged or requested, so one reader's
+ * socket drives the model as without resume. While some reader lags, one event at a time, and
+ * none once that reader has `windowBytes` unread: the slowest attached reader bounds how far
+ * the producer runs ahead. With no attached reader (detached), one event at a time while the
+ * bytes after the last event any reader took stay under `windowBytes`, then none (the upstream
+ * is paused and TCP pushes back on the model); and after `lingerMs` without a reader, `cancel()`.
+ *
+ * Discard: the window keeps `windowBytes` of history (plus the events an attached reader has not
+ * taken, at most one event beyond the window); on cancel or {@link release} it is dropped.
+ */
+export class ReplayStream implements Subscriber<BridgeElement> {
+  readonly window = new ReplayWindow();
+  /** Resolves with how the stream ended. */
+  readonly done: Promise<ReplayTerminal>;
+  private resolveDone!: (t: ReplayTerminal) => void;
+  private upstream: Subscription | undefined;
+  private connected = false;
+  private inflight = 0;
+  private terminal: ReplayTerminal | undefined;
+  private readonly readers = new Set<ReplayReader>();
+  /** The last seq any reader took. */
+  private taken = 0;
+  private lingerTimer: NodeJS.Timeout | undefined;
+  private pulling = false;
+  private pullAgain = false;
+
+  constructor(
+    private readonly source: Flow<BridgeElement>,
+    private readonly options: ReplayStreamOptions,
+  ) {
+    this.done = new Promise((resolve) => (this.resolveDone = resolve));
+  }
+
+  /** How the stream ended, `undefined` while it runs. */
+  get ended(): ReplayTerminal | undefined {
+    return this.terminal;
+  }
+
+  /** Readers attached now. */
+  get attached(): number {
+    return this.readers.size;
+  }
+
+  /** True while no reader is attached and the upstream is still held (lingering). */
+  get detached(): boolean {
+    return this.terminal === undefined && this.connected && this.readers.size === 0;
+  }
+
+  /** Requests upstream not yet answered. */
+  get inflightRequests(): number {
+    return this.inflight;
+  }
+
+  /**
+   * The events after `afterSeq`, then the live ones, as encoded bytes, ending as the upstream
+   * ended. The first reader connects the upstream (Reactor's `refCount(1)`).
+   *
+   * @throws {ResumeGapError} when events after `afterSeq` already left the window.
+   * @throws {ResumeRequestError} when `afterSeq` is past the last event.
+   */
+  reader(afterSeq = 0): Flow<Buffer> {
+    if (afterSeq > this.window.lastSeq) throw new ResumeRequestError(`event ${afterSeq} was never sent (the last is ${this.window.lastSeq})`);
+    if (afterSeq + 1 < this.window.firstSeq) throw new ResumeGapError(afterSeq, this.window.firstSeq);
+    if (this.terminal?.kind === 'cancelled') throw new ResumeGapError(afterSeq, this.window.lastSeq + 1);
+    return new Flow<Buffer>((actual) => {
+      const r = new ReplayReader(this, actual, afterSeq + 1);
+      // A reader that came after the window moved on (between the check and the subscription) is refused.
+      if (afterSeq + 1 < this.window.firstSeq) {
+        actual.onSubscribe(r);
+        actual.onError(new ResumeGapError(afterSeq, this.window.firstSeq));
+        return;
+      }
+      this.readers.add(r);
+      this.stopLinger();
+      this.options.onReaders?.(this.readers.size);
+      actual.onSubscribe(r);
+      if (!this.connected) {
+        this.connected = true;
+        this.source.subscribeWith(this);
+      }
+      this.deliver(r);
+    });
+  }
+
+  /** Ends the stream from the gateway's side: the upstream is cancelled and readers get `reason`. */
+  abort(reason: unknown): void {
+    if (this.terminal !== undefined) return;
+    this.upstream?.cancel();
+    this.end({ kind: 'error', error: reason });
+  }
+
+  /** Drops the log (the store evicted it or its retention ended). */
+  release(): void {
+    this.window.clear();
+  }
+
+  // ---- upstream side ------------------------------------------------------------------
+
+  onSubscribe(s: Subscription): void {
+    this.upstream = s;
+    this.pull();
+  }
+
+  onNext(element: BridgeElement): void {
+    if (this.terminal !== undefined) return;
+    this.inflight = Math.max(0, this.inflight - 1);
+    const seq = this.window.lastSeq + 1;
+    let bytes: Buffer;
+    try {
+      bytes = encodeWithId(element, eventId(this.options.streamId, seq));
+    } catch (err) {
+      // encodeSse refuses an event field with CR or LF (injection): the stream ends with it.
+      return this.abort(err);
+    }
+    this.window.append(bytes);
+    this.window.trim(this.options.windowBytes, this.floor());
+    this.options.onAppend?.(seq, bytes, this.window.firstSeq);
+    for (const r of [...this.readers]) this.deliver(r);
+    this.pull();
+  }
+
+  onError(error: unknown): void {
+    this.end({ kind: 'error', error });
+  }
+
+  onComplete(): void {
+    this.end({ kind: 'complete' });
+  }
+
+  // ---- readers ------------------------------------------------------------------------
+
+  /** @internal A reader asked for more. */
+  requested(r: ReplayReader): void {
+    this.deliver(r);
+    this.pull();
+  }
+
+  /** @internal A reader left: detached, it no longer bounds the producer. */
+  left(r: ReplayReader): void {
+    if (!this.readers.delete(r)) return;
+    this.options.onReaders?.(this.readers.size);
+    if (this.readers.size === 0 && this.terminal === undefined) this.startLinger();
+    this.pull();
+  }
+
+  /** Hands `r` what it asked for from the window, then the end once it has every event. */
+  private deliver(r: ReplayReader): void {
+    if (r.emitting) {
+      r.missed = true;
+      return;
+    }
+    r.emitting = true;
+    do {
+      r.missed = false;
+      while (r.demand > 0 && r.next <= this.window.lastSeq && !r.gone) {
+        const bytes = this.window.get(r.next);
+        if (bytes === undefined) {
+          r.fail(new ResumeGapError(r.next - 1, this.window.firstSeq));
+          break;
+        }
+        r.next++;
+        if (r.demand !== Infinity) r.demand--;
+        if (r.next - 1 > this.taken) this.taken = r.next - 1;
+        r.actual.onNext(bytes);
+      }
+      if (!r.gone && this.terminal !== undefined && r.next > this.window.lastSeq) r.finish(this.terminal);
+    } while (r.missed && !r.gone);
+    r.emitting = false;
+  }
+
+  /** The oldest event some reader still needs: every attached reader's next, or past the last taken one when none is attached. */
+  private floor(): number {
+    let floor = this.readers.size === 0 ? this.taken + 1 : Infinity;
+    for (const r of this.readers) floor = Math.min(floor, r.next);
+    return floor;
+  }
+
+  /** Requests upstream what the readers' demand and the window allow (see the class comment). */
+  private pull(): void {
+    if (this.pulling) {
+      this.pullAgain = true;
+      return;
+    }
+    this.pulling = true;
+    try {
+      do {
+        this.pullAgain = false;
+        if (this.terminal !== undefined || this.upstream === undefined) return;
+        const n = this.wanted();
+        if (n <= 0) continue;
+        this.inflight = addDemand(this.inflight, n);
+        this.upstream.request(n);
+      } while (this.pullAgain);
+    } finally {
+      this.pulling = false;
+    }
+  }
+
+  /** How many events to request upstream now (0: none). */
+  private wanted(): number {
+    const ahead = this.window.lastSeq + this.inflight;
+    if (this.readers.size === 0) {
+      // Detached: one at a time while the bytes after the last one taken stay under the window.
+      return this.inflight > 0 || this.window.bytesAfter(this.taken) >= this.options.windowBytes ? 0 : 1;
+    }
+    let most = 0;
+    let least = Infinity;
+    let lag = 0;
+    for (const r of this.readers) {
+      const want = r.demand === Infinity ? Infinity : r.next - 1 + r.demand;
+      most = Math.max(most, want);
+      least = Math.min(least, want);
+      lag = Math.max(lag, this.window.bytesAfter(r.next - 1));
+    }
+    // What every reader asked for leaves the log as it comes: requested at once.
+    if (least > ahead) return least === Infinity ? Infinity : least - ahead;
+    // Beyond it some reader lags: one at a time, none once it has windowBytes unread.
+    if (most > ahead && this.inflight === 0 && lag < this.options.windowBytes) return 1;
+    return 0;
+  }
+
+  private startLinger(): void {
+    this.stopLinger();
+    if (this.options.lingerMs <= 0) return this.cancelUpstream();
+    this.lingerTimer = setTimeout(() => this.cancelUpstream(), this.options.lingerMs);
+  }
+
+  private stopLinger(): void {
+    if (this.lingerTimer !== undefined) clearTimeout(this.lingerTimer);
+    this.lingerTimer = undefined;
+  }
+
+  /** No reader came back in time: Reactor's `refCount` grace period is over. */
+  private cancelUpstream(): void {
+    if (this.terminal !== undefined || this.readers.size > 0) return;
+    this.upstream?.cancel();
+    this.end({ kind: 'cancelled' });
+  }
+
+  private end(t: ReplayTerminal): void {
+    if (this.terminal !== undefined) return;
+    this.terminal = t;
+    this.inflight = 0;
+    this.stopLinger();
+    if (t.kind === 'cancelled') this.window.clear();
+    for (const r of [...this.readers]) this.deliver(r);
+    this.options.onEnd?.(t);
+    this.resolveDone(t);
+  }
+}
+
+/** One reader of a {@link ReplayStream}: its own demand and position. */
+class ReplayReader implements Subscription {
+  demand = 0;
+  gone = false;
+  emitting = false;
+  missed = false;
+
+  constructor(
+    private readonly stream: ReplayStream,
+    readonly actual: Subscriber<Buffer>,
+    /** Seq of the next event it gets. */
+    public next: number,
+  ) {}
+
+  request(n: number): void {
+    if (this.gone) return;
+    if (!(n > 0)) return this.fail(new RangeError(`request(${n}): n must be positive (Reactive Streams rule 3.9)`));
+    this.demand = addDemand(this.demand, n);
+    this.stream.requested(this);
+  }
+
+  cancel(): void {
+    if (this.gone) return;
+    this.gone = true;
+    this.stream.left(this);
+  }
+
+  fail(error: unknown): void {
+    if (this.gone) return;
+    this.gone = true;
+    this.stream.left(this);
+    this.actual.onError(error);
+  }
+
+  finish(t: ReplayTerminal): void {
+    if (this.gone) return;
+    this.gone = true;
+    this.stream.left(this);
+    if (t.kind === 'complete') this.actual.onComplete();
+    else this.actual.onError(t.kind === 'error' ? t.error : t.reason);
+  }
+}
+
+/** An element's SSE bytes with `id` set (events); encoded bytes and frames are kept as they are. */
+function encodeWithId(element: BridgeElement, id: string): Buffer {
+  if (element instanceof SseFrame) return element.bytes;
+  if (element instanceof Uint8Array) return Buffer.from(element);
+  return encodeSseBuffer({ ...element, id });
+}

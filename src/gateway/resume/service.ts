@@ -1,0 +1,79 @@
+import type { Request } from 'express';
+import type { BridgeElement } from '../../express/send-flow';
+import type { Flow } from '../../flow/flow';
+import type { ResolvedRoute } from '../config';
+import type { Logger } from '../logger';
+import type { GatewayMetrics } from '../metrics';
+import { credentialHash } from './ids';
+import { MemoryResumeStore } from './memory-store';
+import { ResumeMetrics } from './metrics';
+import type { ReplayTerminal } from './replay-stream';
+import type { ResumeSettings } from './settings';
+import type { ResumeStore, StoredStream } from './store';
+
+/** Gateway-wide settings of resume (top-level `resumeStore` and `redis`). */
+export interface ResumeServiceOptions {
+  /** Bytes all logs of the memory store may hold together. */
+  maxMemoryBytes: number;
+  metrics: GatewayMetrics;
+  logger: Logger;
+  /** The shared store, when a route uses `store: redis` (see `redis-store.ts`). */
+  redis?: ResumeStore | undefined;
+}
+
+/** A stream shared for resume: the first reader's events, and the end of the whole stream (every reader, the linger). */
+export interface SharedStream {
+  /** The first client's events, each with its `id: <streamId>:<seq>`. */
+  readonly reader: Flow<BridgeElement>;
+  /** Resolves when the upstream ended or was cancelled. */
+  readonly done: Promise<ReplayTerminal>;
+  /** Ends it from the gateway's side (shutdown, total timeout). */
+  abort(reason: unknown): void;
+}
+
+/**
+ * The gateway's resume side: the stores, the metrics, and the two things the rest of the
+ * gateway asks of it: share a new stream ({@link share}) and find one to resume ({@link find}).
+ */
+export class ResumeService {
+  readonly memory: MemoryResumeStore;
+  readonly metrics: ResumeMetrics;
+
+  constructor(private readonly options: ResumeServiceOptions) {
+    this.memory = new MemoryResumeStore({ maxBytes: options.maxMemoryBytes });
+    this.metrics = new ResumeMetrics(options.metrics, () => this.stores());
+  }
+
+  /**
+   * Shares `flow` (a route's events after its policies) under `streamId` in the route's store,
+   * and returns the first reader. The request's credential is kept as a hash.
+   */
+  share(streamId: string, flow: Flow<BridgeElement>, route: ResolvedRoute & { resume: ResumeSettings }, req: Request): SharedStream {
+    const store = this.storeFor(route.resume);
+    const stream = store.open(flow, { streamId, routePath: route.path, credentialHash: credentialHash(req.headers), settings: route.resume });
+    return { reader: stream.reader(0), done: stream.done, abort: (reason) => stream.abort(reason) };
+  }
+
+  /** The stream `streamId` in this process, else in the shared store; `undefined` when unknown or expired. */
+  async find(streamId: string): Promise<StoredStream | undefined> {
+    return (await this.memory.find(streamId)) ?? (await this.options.redis?.find(streamId));
+  }
+
+  /** Drops every log and closes the shared store's connections. */
+  async close(): Promise<void> {
+    await this.memory.close();
+    await this.options.redis?.close();
+  }
+
+  private storeFor(settings: ResumeSettings): ResumeStore {
+    if (settings.store === 'redis') {
+      if (this.options.redis === undefined) throw new Error('resume store redis: no redis.url configured');
+      return this.options.redis;
+    }
+    return this.memory;
+  }
+
+  private stores(): ResumeStore[] {
+    return this.options.redis === undefined ? [this.memory] : [this.memory, this.options.redis];
+  }
+}

@@ -1,0 +1,84 @@
+/**
+ * The replay window of one stream: its last events as encoded SSE bytes, numbered from 1 by
+ * `seq`, bounded by bytes. The history half of Reactor's `Flux#replay(history)`, counted in
+ * bytes rather than elements.
+ *
+ * Held: each kept event's bytes (counted in {@link bytes}). Trimmed oldest first by
+ * {@link trim}, never at or past a floor its owner names (an event some reader still needs).
+ */
+export class ReplayWindow {
+  private entries: Buffer[] = [];
+  /** Cumulative bytes appended up to and including `entries[i]`. */
+  private ends: number[] = [];
+  private head = 0;
+  /** Seq of `entries[head]`. */
+  private first = 1;
+  private kept = 0;
+  private appended = 0;
+  /** Cumulative bytes up to and including the last trimmed event. */
+  private trimmedEnd = 0;
+
+  /** Seq of the oldest kept event (`lastSeq + 1` when none is kept). */
+  get firstSeq(): number {
+    return this.first;
+  }
+
+  /** Seq of the newest event (0 before the first). */
+  get lastSeq(): number {
+    return this.first + this.entries.length - this.head - 1;
+  }
+
+  /** Bytes of the kept events. */
+  get bytes(): number {
+    return this.kept;
+  }
+
+  /** Appends an event's bytes; returns its seq. */
+  append(bytes: Buffer): number {
+    this.entries.push(bytes);
+    this.appended += bytes.length;
+    this.ends.push(this.appended);
+    this.kept += bytes.length;
+    return this.lastSeq;
+  }
+
+  /** The bytes of event `seq`, `undefined` when it is not kept. */
+  get(seq: number): Buffer | undefined {
+    if (seq < this.first || seq > this.lastSeq) return undefined;
+    return this.entries[this.head + seq - this.first];
+  }
+
+  /** Bytes of the kept events after event `seq`; events before the window count from its start. */
+  bytesAfter(seq: number): number {
+    if (seq >= this.lastSeq) return 0;
+    if (seq < this.first) return this.appended - this.trimmedEnd;
+    return this.appended - (this.ends[this.head + seq - this.first] as number);
+  }
+
+  /**
+   * Drops the oldest events while more than `maxBytes` are kept, never event `floorSeq` or a
+   * later one (so the window may exceed `maxBytes` by the events a reader still needs).
+   */
+  trim(maxBytes: number, floorSeq: number): void {
+    while (this.kept > maxBytes && this.first < floorSeq && this.head < this.entries.length) {
+      this.kept -= (this.entries[this.head] as Buffer).length;
+      this.trimmedEnd = this.ends[this.head] as number;
+      this.entries[this.head] = EMPTY;
+      this.head++;
+      this.first++;
+    }
+    // Compact once the dropped prefix is the larger part.
+    if (this.head >= 64 && this.head * 2 >= this.entries.length) {
+      this.entries = this.entries.slice(this.head);
+      this.ends = this.ends.slice(this.head);
+      this.head = 0;
+    }
+  }
+
+  /** Drops every event (the stream's log is given up). */
+  clear(): void {
+    this.trim(0, Infinity);
+  }
+}
+
+const EMPTY = Buffer.alloc(0);
