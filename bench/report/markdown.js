@@ -175,6 +175,10 @@ function checks(res) {
     const c = get(k, 'tidegate-openai');
     if (r && c) add('tidegate-responses', `${k} CPU s/GB within 10% of the OpenAI route`, `${f(r.cpuSPerGb, 2)} vs ${f(c.cpuSPerGb, 2)}`, le(r.cpuSPerGb, 1.1 * c.cpuSPerGb));
   }
+  for (const [n, r] of rowsOf(S, 'RESUME')) {
+    if (!ok(r)) continue;
+    out.push({ system: n, what: 'resume: no event lost or duplicated', measured: `${r.lost} lost, ${r.duplicated} duplicated, ${r.resumed}/${r.dropped} resumed`, met: r.lost === 0 && r.duplicated === 0 && r.resumed === r.dropped });
+  }
   return out;
 }
 
@@ -320,10 +324,12 @@ function resumeSection(res, out) {
   const R = res.scenarios.RESUME;
   out.push('### Resume', '', runLine(res, 'RESUME'), '');
   if (R.error) return out.push(`RESUME failed: ${esc(R.error)}`, '');
+  const p = res.params.resume;
+  out.push(`${p.streams} streams on the OpenAI route with \`resume\` on; each client drops at a seeded random moment in its first ${p.dropAfterMaxMs / 1000} s, and all resume together with \`Last-Event-ID\` (every other one on a second instance when the Redis store runs). Lost and duplicated events are counted against the upstream's numbered events; RSS is taken while every stream is detached.`, '');
   out.push(
     mdTable(
-      ['system', 'streams', 'resumed', 'on the other instance', 'events lost', 'events duplicated', 'reconnect → first replayed event p99', 'gateway memory per detached stream'],
-      rowsOf(res.scenarios, 'RESUME').map(([n, r]) => (ok(r) ? [label(n), r.streams, r.resumed, r.otherInstance, `**${r.lost}**`, `**${r.duplicated}**`, `${f(r.replayMs && r.replayMs.p99, 1)} ms`, r.kbPerDetached == null ? 'n/a' : `${f(r.kbPerDetached)} KB (window ${fmtB(r.windowBytes)})`] : errCells(n, r, 8))),
+      ['system', 'streams', 'resumed', 'on the other instance', 'events lost', 'events duplicated', 'reconnect → first replayed event p99', 'gateway RSS per detached stream', 'window', 'Redis per stream'],
+      rowsOf(res.scenarios, 'RESUME').map(([n, r]) => (ok(r) ? [n, r.streams, r.resumed, r.otherInstance, `**${r.lost}**`, `**${r.duplicated}**`, `${f(r.replayMs && r.replayMs.p99, 1)} ms`, r.kbPerDetached == null ? 'n/a' : `${f(r.kbPerDetached)} KB`, fmtB(r.windowBytes), r.redisKbPerStream == null ? '–' : `${f(r.redisKbPerStream)} KB`] : errCells(n, r, 10))),
     ),
     '',
   );

@@ -8,6 +8,7 @@
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
+const net = require('node:net');
 const { execFileSync } = require('node:child_process');
 const procs = require('../lib/procs');
 const { buildServes } = require('../targets');
@@ -35,6 +36,27 @@ async function startRedis(bin) {
   const rec = procs.start('redis', bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], {});
   await procs.waitForPort(port, 10000, rec);
   return { rec, url: `redis://127.0.0.1:${port}`, cleanup: () => fs.rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** Redis's `used_memory` (bytes), from `INFO memory` over a raw connection; null on failure. */
+function redisUsedMemory(url) {
+  const { port } = new URL(url);
+  return new Promise((resolve) => {
+    const sock = net.connect({ host: '127.0.0.1', port: Number(port) });
+    let text = '';
+    const done = (v) => {
+      sock.destroy();
+      resolve(v);
+    };
+    sock.setTimeout(2000, () => done(null));
+    sock.on('error', () => done(null));
+    sock.on('connect', () => sock.write('INFO memory\r\n'));
+    sock.on('data', (d) => {
+      text += d.toString('latin1');
+      const m = /used_memory:(\d+)/.exec(text);
+      if (m) done(Number(m[1]));
+    });
+  });
 }
 
 async function run(hn) {
@@ -69,8 +91,12 @@ async function run(hn) {
     const resumeAtMs = p.dropAfterMaxMs + p.awayMs;
     const spec = { ports: handles.map((h) => h.port), path: '/v1/chat/completions', streams: p.streams, dropAtMs, resumeAtMs, maxMs: p.maxMs, tagPrefix: 'rs-', sampleMs: 300 };
     let detachedRssMb = null;
+    let redisDetached = null;
+    const redisIdle = redis ? await redisUsedMemory(redis.url) : null;
     const onDetached = (m) => {
-      if (m.type === 'detached') detachedRssMb = sum(handles.map((h) => h.sampler.read().rssMb));
+      if (m.type !== 'detached') return;
+      detachedRssMb = sum(handles.map((h) => h.sampler.read().rssMb));
+      if (redis) redisUsedMemory(redis.url).then((v) => (redisDetached = v));
     };
     hn.load.child.on('message', onDetached);
     let res;
@@ -106,6 +132,7 @@ async function run(hn) {
       idleRssMb: idle,
       kbPerDetached: detachedRssMb !== null && dropped > 0 ? ((detachedRssMb - idle) * 1024) / dropped : null,
       windowBytes: p.windowBytes,
+      redisKbPerStream: redisIdle !== null && redisDetached !== null && dropped > 0 ? (redisDetached - redisIdle) / 1024 / dropped : null,
       store: redisStore ? 'redis' : 'memory',
       instances: handles.length,
     };

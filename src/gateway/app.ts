@@ -17,6 +17,7 @@ import { readRequestBody, RequestBodyAbortedError } from './request-body';
 import { RESUME_PATH, serveResume, type ResumeEndpointDeps } from './resume/endpoints';
 import { parseEventId } from './resume/ids';
 import { ResumeService } from './resume/service';
+import { redisStore } from './resume/redis-config';
 
 /** What {@link createGatewayApp} needs besides the config. */
 export interface GatewayDeps {
@@ -76,7 +77,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
   let active = 0;
   const admission = createAdmission(config.limits, metrics);
   const adapterOf = new Map(routes.map((r) => [r.path, adapterFor(r)]));
-  const resume = routes.some((r) => r.resume !== undefined) ? new ResumeService({ maxMemoryBytes: config.resumeStore.maxMemoryBytes, metrics, logger }) : undefined;
+  const resume = routes.some((r) => r.resume !== undefined) ? new ResumeService({ maxMemoryBytes: config.resumeStore.maxMemoryBytes, metrics, logger, redis: redisStore(config, routes, logger) }) : undefined;
   const resumeDeps: ResumeEndpointDeps | undefined = resume && {
     service: resume,
     logger,

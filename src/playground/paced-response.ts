@@ -1,6 +1,26 @@
 import type { ServerResponse } from 'node:http';
 import { Writable } from 'node:stream';
 
+/**
+ * Where a {@link PacedResponse} passes on what its emulated client read: the real
+ * `ServerResponse`, or one run's channel on a page's shared stream ({@link RunChannel}).
+ */
+export interface PacedTarget {
+  readonly headersSent: boolean;
+  statusCode: number;
+  readonly req?: ServerResponse['req'] | undefined;
+  readonly writableEnded: boolean;
+  readonly destroyed: boolean;
+  setHeader(name: string, value: string | number | readonly string[]): unknown;
+  flushHeaders(): void;
+  /** `false`: wait for `'drain'` before the next write. */
+  write(chunk: Buffer): boolean;
+  end(): unknown;
+  destroy(): unknown;
+  on(event: 'close' | 'drain', listener: () => void): unknown;
+  off(event: 'close' | 'drain', listener: () => void): unknown;
+}
+
 interface Pending {
   chunk: Buffer;
   offset: number;
@@ -9,7 +29,8 @@ interface Pending {
 
 /**
  * The playground's emulated client: a Writable that stands in for the `ServerResponse` the
- * demand bridge writes to, and passes the bytes on to the real response at `bytesPerSec`
+ * demand bridge writes to, and passes the bytes on to the real response (or a page's shared
+ * stream, see {@link PacedTarget}) at `bytesPerSec`
  * (0 = a stalled reader). Its `writableHighWaterMark` is Node's default socket 16 KiB, so
  * `write()` returns `false` and `'drain'` fires exactly as they would on a socket whose peer
  * reads at that speed, and `writableLength` is the bytes the "client" has not read yet.
@@ -30,7 +51,7 @@ export class PacedResponse extends Writable {
   private abandoned = false;
 
   constructor(
-    private readonly real: ServerResponse,
+    private readonly real: PacedTarget,
     private readonly bytesPerSec: number,
     tickMs = 20,
   ) {
@@ -51,7 +72,7 @@ export class PacedResponse extends Writable {
   set statusCode(code: number) {
     this.real.statusCode = code;
   }
-  get req(): ServerResponse['req'] {
+  get req(): ServerResponse['req'] | undefined {
     return this.real.req;
   }
   /** No socket: the bridge's stall detector then watches `writableLength` only. */

@@ -3,10 +3,11 @@ import { PLAYGROUND_HTML, PLAYGROUND_JS, PLAYGROUND_CSS } from './assets';
 import { PlaygroundRun, type RunLimits } from './run';
 import { PLAYGROUND_LIMITS, scenarioSchema } from './scenario';
 import { TelemetryHub } from './telemetry';
+import { MAX_WATCHED_RUNS, PageStream } from './watch';
 
 /** Options of {@link playgroundRouter}. Units in the names. */
 export interface PlaygroundOptions {
-  /** Runs streaming at once, across all visitors (default 4; compare mode uses 2). Beyond it `POST /runs` answers 429. */
+  /** Runs streaming at once, across all visitors (default 8; compare mode uses 2). Beyond it `POST /runs` answers 429. */
   maxConcurrentRuns?: number | undefined;
   /** Hard end of a run, ms after its start (default 60000, also the maximum). */
   maxRunMs?: number | undefined;
@@ -17,8 +18,8 @@ export interface PlaygroundOptions {
   /** Telemetry subscribers of one run at once (default 16). Beyond it `GET /runs/:id/telemetry` answers 429 with `Retry-After`. */
   maxTelemetrySubscribers?: number | undefined;
   /**
-   * Runs not yet finished per client address at once (default 2; the socket's remote address,
-   * never a forwarded header). Beyond it `POST /runs` answers 429 with `Retry-After`.
+   * Runs not yet finished per client address at once (default 4: two tabs in compare mode; the
+   * socket's remote address, never a forwarded header). Beyond it `POST /runs` answers 429 with `Retry-After`.
    */
   maxRunsPerClient?: number | undefined;
   /**
@@ -51,18 +52,21 @@ const MAX_RETAINED = 64;
  * Routes (relative to the mount point):
  * - `GET /` the page; `GET /assets/app.js`, `GET /assets/app.css` its assets (served from memory, no CDN);
  * - `POST /runs` with a scenario JSON (see `scenarioSchema`) → `201 {id, streamUrl, telemetryUrl, scenario}`,
- *   `400` invalid, `429` too many runs (in all, or for this client address);
+ *   `400` invalid (`error.issues`: `{field, message, minimum?, maximum?}` per field, in the scenario's units), `429` too many runs (in all, or for this client address);
  * - `GET /runs/:id/stream` the run's data: SSE through the demand bridge, read by an emulated client at
  *   the scenario's bytes/s, then relayed to the browser;
  * - `GET /runs/:id/telemetry` SSE `event: sample` every `telemetryIntervalMs`, `event: end` at the end
  *   (one sampler per run shared by its subscribers), `429` beyond `maxTelemetrySubscribers`;
+ * - `GET /watch?run=<id>&run=<id>` one page's runs on one SSE response (at most 4): starts those still
+ *   waiting, and carries their data and telemetry (see `PageStream`), `404` for an unknown run, `429` when a
+ *   run has `maxTelemetrySubscribers`; the page uses only this, so it holds one connection whatever it shows;
  * - `GET /runs/:id` the latest sample as JSON; `DELETE /runs/:id` stops the run.
  *
  * Bounded: `maxConcurrentRuns`, `maxRunsPerClient`, `maxTelemetrySubscribers`, `maxRunMs`, the unbounded-buffer cap, per-scenario limits
  * (`PLAYGROUND_LIMITS`), at most 64 finished runs retained.
  */
 export function playgroundRouter(options: PlaygroundOptions = {}): PlaygroundRouter {
-  const maxConcurrentRuns = Math.max(1, options.maxConcurrentRuns ?? 4);
+  const maxConcurrentRuns = Math.max(1, options.maxConcurrentRuns ?? 8);
   const limits: RunLimits = {
     maxRunMs: clamp(options.maxRunMs ?? 60_000, 1_000, PLAYGROUND_LIMITS.maxDurationSec * 1000),
     unboundedCapBytes: clamp(options.unboundedCapBytes ?? 8 * 1024 * 1024, 64 * 1024, 64 * 1024 * 1024),
@@ -71,7 +75,7 @@ export function playgroundRouter(options: PlaygroundOptions = {}): PlaygroundRou
   };
   const telemetryIntervalMs = clamp(options.telemetryIntervalMs ?? 100, 20, 5_000);
   const maxTelemetrySubscribers = Math.max(1, options.maxTelemetrySubscribers ?? 16);
-  const maxRunsPerClient = Math.max(1, options.maxRunsPerClient ?? 2);
+  const maxRunsPerClient = Math.max(1, options.maxRunsPerClient ?? 4);
   const telemetryMaxQueuedBytes = Math.max(16 * 1024, options.telemetryMaxQueuedBytes ?? 64 * 1024);
   const hubs = new Map<string, TelemetryHub>();
   /** The client address of each run not yet finished. */
@@ -140,8 +144,14 @@ export function playgroundRouter(options: PlaygroundOptions = {}): PlaygroundRou
     if (closed) return void res.status(503).json({ error: { code: 'ERR_TIDEGATE_SHUTDOWN', message: 'playground closed' } });
     const parsed = scenarioSchema.safeParse(req.body ?? {});
     if (!parsed.success) {
-      const message = parsed.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; ');
-      return void res.status(400).json({ error: { code: 'ERR_TIDEGATE_PLAYGROUND_SCENARIO', message } });
+      const issues = parsed.error.issues.map((i) => ({
+        field: i.path.join('.') || 'body',
+        message: i.message,
+        ...('minimum' in i ? { minimum: Number(i.minimum) } : {}),
+        ...('maximum' in i ? { maximum: Number(i.maximum) } : {}),
+      }));
+      const message = issues.map((i) => `${i.field}: ${i.message}`).join('; ');
+      return void res.status(400).json({ error: { code: 'ERR_TIDEGATE_PLAYGROUND_SCENARIO', message, issues } });
     }
     if (active() >= maxConcurrentRuns) return void busy(res, `at most ${maxConcurrentRuns} playground runs at once; try again shortly`);
     const client = req.socket.remoteAddress ?? '';
@@ -176,15 +186,36 @@ export function playgroundRouter(options: PlaygroundOptions = {}): PlaygroundRou
     run.start(res);
   });
 
-  router.get('/runs/:id/telemetry', (req: Request, res: Response) => {
-    const run = runs.get(String(req.params.id));
-    if (!run) return void notFound(res);
+  const hubFor = (run: PlaygroundRun): TelemetryHub => {
     let hub = hubs.get(run.id);
     if (hub === undefined) {
       hub = new TelemetryHub(run, { intervalMs: telemetryIntervalMs, maxSubscribers: maxTelemetrySubscribers, maxQueuedBytes: telemetryMaxQueuedBytes, stallTimeoutMs: limits.stallTimeoutMs });
       hubs.set(run.id, hub);
     }
-    if (!hub.subscribe(res)) busy(res, `at most ${maxTelemetrySubscribers} telemetry subscribers per run; close another view of this run first`);
+    return hub;
+  };
+  const tooManySubscribers = (res: Response): void =>
+    busy(res, `at most ${maxTelemetrySubscribers} telemetry subscribers per run; close another view of this run first`);
+
+  router.get('/runs/:id/telemetry', (req: Request, res: Response) => {
+    const run = runs.get(String(req.params.id));
+    if (!run) return void notFound(res);
+    if (!hubFor(run).subscribe(res)) tooManySubscribers(res);
+  });
+
+  router.get('/watch', (req: Request, res: Response) => {
+    const ids = [...new Set(new URL(req.originalUrl, 'http://page').searchParams.getAll('run'))];
+    if (ids.length === 0 || ids.length > MAX_WATCHED_RUNS) {
+      return void res.status(400).json({ error: { code: 'ERR_TIDEGATE_PLAYGROUND_SCENARIO', message: `watch 1 to ${MAX_WATCHED_RUNS} runs: ?run=<id>&run=<id>` } });
+    }
+    const watched: { run: PlaygroundRun; hub: TelemetryHub }[] = [];
+    for (const id of ids) {
+      const run = runs.get(id);
+      if (!run) return void notFound(res);
+      watched.push({ run, hub: hubFor(run) });
+    }
+    if (watched.some((w) => w.hub.full)) return void tooManySubscribers(res);
+    new PageStream(res).carry(watched);
   });
 
   router.get('/runs/:id', (req: Request, res: Response) => {

@@ -6,7 +6,7 @@ import { ByteBudget } from '../flow/budget';
 import { addDemand } from '../flow/demand';
 import type { Flow, FlowOperator } from '../flow/flow';
 import { doOnRequest, limitRate, map, onBackpressureBuffer, onBackpressureDrop, onBackpressureLatest, onDiscard } from '../flow/operators';
-import { PacedResponse } from './paced-response';
+import { PacedResponse, type PacedTarget } from './paced-response';
 import { simulatedModel, type ProducerStats } from './producer';
 import type { Scenario } from './scenario';
 
@@ -143,8 +143,8 @@ export class PlaygroundRun {
     else this.finishedCallbacks.push(fn);
   }
 
-  /** Starts streaming to `res` (the browser's data request). */
-  start(res: ServerResponse): void {
+  /** Starts streaming to `res`: the browser's data request, or the run's channel on a page's shared stream. */
+  start(res: PacedTarget): void {
     if (this.state !== 'waiting') throw new Error('run already started');
     this.state = 'running';
     this.startedAt = performance.now();

@@ -1,5 +1,23 @@
-import type { ServerResponse } from 'node:http';
+import type { OutgoingHttpHeaders } from 'node:http';
 import type { PlaygroundRun } from './run';
+
+/**
+ * Where a {@link TelemetryHub} writes a subscriber's frames: a `ServerResponse` of its own, or
+ * one run's slot on a page's shared stream (`GET /watch`).
+ */
+export interface TelemetryTarget {
+  /** Bytes queued and not yet handed to the kernel. */
+  readonly writableLength: number;
+  writeHead(statusCode: number, headers: OutgoingHttpHeaders): unknown;
+  write(chunk: Buffer): boolean;
+  /** Writes `chunk` (the final frame) and ends this subscription. */
+  end(chunk?: Buffer): unknown;
+  /** Drops a subscriber that has not drained for `stallTimeoutMs`. */
+  destroy(): unknown;
+  on(event: 'close' | 'drain', listener: () => void): unknown;
+  once(event: 'close', listener: () => void): unknown;
+  off(event: 'close' | 'drain', listener: () => void): unknown;
+}
 
 /** Options of {@link TelemetryHub}. Units in the names. */
 export interface TelemetryHubOptions {
@@ -18,7 +36,7 @@ export interface TelemetryHubOptions {
 }
 
 interface Subscriber {
-  res: ServerResponse;
+  res: TelemetryTarget;
   /** `performance.now()` when it was first skipped for a full queue; `undefined` while it keeps up. */
   blockedSince: number | undefined;
   onDrain: () => void;
@@ -65,10 +83,10 @@ export class TelemetryHub {
   }
 
   /**
-   * Commits `res` as an SSE response and adds it: it gets the current sample at once, then every
+   * Commits `res` as an SSE response (a no-op on a shared stream) and adds it: it gets the current sample at once, then every
    * tick's. Returns `false` (and leaves `res` untouched) when {@link full}.
    */
-  subscribe(res: ServerResponse): boolean {
+  subscribe(res: TelemetryTarget): boolean {
     if (this.full) return false;
     res.writeHead(200, {
       'Content-Type': 'text/event-stream; charset=utf-8',

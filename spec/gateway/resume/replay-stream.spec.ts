@@ -122,4 +122,21 @@ describe('ReplayStream', () => {
     expect(back.done()).toBe('complete');
     expect(s.cancelled()).toBe(false);
   });
+
+  it('counts a reader on another instance as attached: reads up to windowBytes ahead of it and does not linger', async () => {
+    const s = source();
+    const stream = new ReplayStream(s.flow, { streamId: ID, windowBytes: 1000, lingerMs: 30 });
+    const r = read(stream);
+    r.sub.request(2);
+    r.sub.cancel();
+    stream.follow(2);
+    const ahead = s.emitted();
+    expect(ahead).toBeLessThanOrEqual(2 + 8);
+    stream.follow(6);
+    expect(s.emitted()).toBeGreaterThan(ahead);
+    await new Promise((ok) => setTimeout(ok, 80));
+    expect(s.cancelled()).toBe(false);
+    stream.follow(undefined);
+    expect(await stream.done).toEqual({ kind: 'cancelled' });
+  });
 });

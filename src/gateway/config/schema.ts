@@ -56,8 +56,8 @@ export const configSchema = z
         enabled: z.boolean().optional(),
         /** Telemetry subscribers of one run at once; more get 429 with `Retry-After`. */
         maxTelemetrySubscribers: int(1).max(100_000).default(16),
-        /** Unfinished runs per client address at once; more get 429 with `Retry-After`. */
-        maxRunsPerClient: int(1).max(1000).default(2),
+        /** Unfinished runs per client address at once (4: two tabs in compare mode); more get 429 with `Retry-After`. */
+        maxRunsPerClient: int(1).max(1000).default(4),
       })
       .strict()
       .prefault({}),

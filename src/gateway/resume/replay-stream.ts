@@ -62,6 +62,8 @@ export class ReplayStream implements Subscriber<BridgeElement> {
   private lingerTimer: NodeJS.Timeout | undefined;
   private pulling = false;
   private pullAgain = false;
+  /** The last seq a reader on another instance has (shared store), `undefined` when none follows. */
+  private remote: number | undefined;
 
   constructor(
     private readonly source: Flow<BridgeElement>,
@@ -82,7 +84,21 @@ export class ReplayStream implements Subscriber<BridgeElement> {
 
   /** True while no reader is attached and the upstream is still held (lingering). */
   get detached(): boolean {
-    return this.terminal === undefined && this.connected && this.readers.size === 0;
+    return this.terminal === undefined && this.connected && this.readers.size === 0 && this.remote === undefined;
+  }
+
+  /**
+   * A reader on another instance follows from the shared store and has every event up to `seq`
+   * (`undefined`: none follows any more). It counts as an attached reader that always asks: the
+   * producer runs up to `windowBytes` ahead of it, and the linger waits while it follows.
+   */
+  follow(seq: number | undefined): void {
+    if (this.terminal !== undefined || seq === this.remote) return;
+    const had = this.remote !== undefined;
+    this.remote = seq === undefined ? undefined : Math.min(seq, this.window.lastSeq);
+    if (this.remote !== undefined) this.stopLinger();
+    else if (had && this.readers.size === 0) this.startLinger();
+    this.pull();
   }
 
   /** Requests upstream not yet answered. */
@@ -178,7 +194,7 @@ export class ReplayStream implements Subscriber<BridgeElement> {
   left(r: ReplayReader): void {
     if (!this.readers.delete(r)) return;
     this.options.onReaders?.(this.readers.size);
-    if (this.readers.size === 0 && this.terminal === undefined) this.startLinger();
+    if (this.readers.size === 0 && this.remote === undefined && this.terminal === undefined) this.startLinger();
     this.pull();
   }
 
@@ -209,8 +225,9 @@ export class ReplayStream implements Subscriber<BridgeElement> {
 
   /** The oldest event some reader still needs: every attached reader's next, or past the last taken one when none is attached. */
   private floor(): number {
-    let floor = this.readers.size === 0 ? this.taken + 1 : Infinity;
+    let floor = this.readers.size === 0 && this.remote === undefined ? this.taken + 1 : Infinity;
     for (const r of this.readers) floor = Math.min(floor, r.next);
+    if (this.remote !== undefined) floor = Math.min(floor, this.remote + 1);
     return floor;
   }
 
@@ -238,21 +255,21 @@ export class ReplayStream implements Subscriber<BridgeElement> {
   /** How many events to request upstream now (0: none). */
   private wanted(): number {
     const ahead = this.window.lastSeq + this.inflight;
-    if (this.readers.size === 0) {
+    if (this.readers.size === 0 && this.remote === undefined) {
       // Detached: one at a time while the bytes after the last one taken stay under the window.
       return this.inflight > 0 || this.window.bytesAfter(this.taken) >= this.options.windowBytes ? 0 : 1;
     }
-    let most = 0;
+    let most = this.remote === undefined ? 0 : Infinity;
     let least = Infinity;
-    let lag = 0;
+    let lag = this.remote === undefined ? 0 : this.window.bytesAfter(this.remote);
     for (const r of this.readers) {
       const want = r.demand === Infinity ? Infinity : r.next - 1 + r.demand;
       most = Math.max(most, want);
       least = Math.min(least, want);
       lag = Math.max(lag, this.window.bytesAfter(r.next - 1));
     }
-    // What every reader asked for leaves the log as it comes: requested at once.
-    if (least > ahead) return least === Infinity ? Infinity : least - ahead;
+    // What every local reader asked for leaves the log as it comes: requested at once.
+    if (this.readers.size > 0 && least > ahead) return least === Infinity ? Infinity : least - ahead;
     // Beyond it some reader lags: one at a time, none once it has windowBytes unread.
     if (most > ahead && this.inflight === 0 && lag < this.options.windowBytes) return 1;
     return 0;
@@ -271,7 +288,7 @@ export class ReplayStream implements Subscriber<BridgeElement> {
 
   /** No reader came back in time: Reactor's `refCount` grace period is over. */
   private cancelUpstream(): void {
-    if (this.terminal !== undefined || this.readers.size > 0) return;
+    if (this.terminal !== undefined || this.readers.size > 0 || this.remote !== undefined) return;
     this.upstream?.cancel();
     this.end({ kind: 'cancelled' });
   }

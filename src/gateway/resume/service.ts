@@ -17,7 +17,7 @@ export interface ResumeServiceOptions {
   maxMemoryBytes: number;
   metrics: GatewayMetrics;
   logger: Logger;
-  /** The shared store, when a route uses `store: redis` (see `redis-store.ts`). */
+  /** The shared store, when a route uses `store: redis` (see `redis-store.ts`); built only then, so nothing else needs Redis. */
   redis?: ResumeStore | undefined;
 }
 

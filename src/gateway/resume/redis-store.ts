@@ -1,0 +1,195 @@
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import type { BridgeElement } from '../../express/send-flow';
+import type { Flow } from '../../flow/flow';
+import type { Logger } from '../logger';
+import { ResumeGapError, ResumeRequestError } from './errors';
+import { MemoryResumeStore } from './memory-store';
+import { followRedis, type RedisStreamKeys } from './redis-follower';
+import type { ReplayStream, ReplayTerminal } from './replay-stream';
+import type { ResumeStore, StoredStream, StreamMeta } from './store';
+
+/** Options of a {@link RedisResumeStore}. */
+export interface RedisStoreOptions {
+  /** `redis://host:port/db`. */
+  url: string;
+  /** Prefix of every key (default `tidegate:`). */
+  keyPrefix: string;
+  /** Lifetime of the producing instance's lease without renewal, ms. */
+  leaseMs: number;
+  /** Bytes the local logs may hold together (as the memory store). */
+  maxMemoryBytes: number;
+  logger: Logger;
+}
+
+/** How often a producer looks for readers on other instances while it has none here, ms. */
+const FOLLOW_POLL_MS = 100;
+
+/**
+ * The shared store: each stream's events also go to a Redis Stream, so a resume that lands on
+ * another instance replays from Redis and follows live there (`XREAD BLOCK`).
+ *
+ * | key | holds | lifetime |
+ * |---|---|---|
+ * | `<prefix>s:<id>` | a Redis Stream: event `seq` as entry `<seq>-0` (field `b`, the encoded bytes), the end as `<lastSeq>-1` (field `end`) | trimmed by `MINID` to the window; expires `retentionMs` after the end |
+ * | `<prefix>s:<id>:meta` | route, credential hash, settings (JSON) | as the stream |
+ * | `<prefix>s:<id>:lease` | the producing instance's id | `leaseMs`, renewed every third of it while it produces |
+ * | `<prefix>s:<id>:follow` | the seq a reader on another instance has | `leaseMs`, renewed as it reads |
+ *
+ * The producing instance keeps its {@link ReplayStream} (a resume that lands there attaches
+ * locally); Redis is written in order on one connection, trimmed by the window the local log
+ * keeps. A follower whose producer stopped renewing its lease before the end gets
+ * `ERR_TIDEGATE_UPSTREAM_LOST`. A reader on another instance counts as attached for the
+ * producer: it reports its position in the `follow` key, and the producer reads up to
+ * `windowBytes` ahead of it.
+ */
+export class RedisResumeStore implements ResumeStore {
+  readonly kind = 'redis' as const;
+  /** This process's id in leases. */
+  readonly instanceId = randomBytes(8).toString('hex');
+  private readonly redis: Redis;
+  private readonly local: MemoryResumeStore;
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly followers = new Set<Redis>();
+
+  constructor(private readonly options: RedisStoreOptions) {
+    this.redis = new Redis(options.url, { lazyConnect: false, maxRetriesPerRequest: 2, enableOfflineQueue: true });
+    this.redis.on('error', (err: Error) => options.logger.warn('redis', { error: err.message }));
+    this.local = new MemoryResumeStore({
+      maxBytes: options.maxMemoryBytes,
+      hooks: (meta) => this.mirror(meta),
+    });
+  }
+
+  open(source: Flow<BridgeElement>, meta: StreamMeta): ReplayStream {
+    const keys = this.keys(meta.streamId);
+    const liveMs = meta.settings.retentionMs + 2 * this.options.leaseMs;
+    void this.redis
+      .multi()
+      .set(keys.meta, JSON.stringify(meta), 'PX', liveMs)
+      .set(keys.lease, this.instanceId, 'PX', this.options.leaseMs)
+      .exec()
+      .catch(this.warn);
+    const stream = this.local.open(source, meta);
+    // Renew the lease; while no reader is attached here, look for one on another instance.
+    const renew = setInterval(() => {
+      void this.redis.multi().set(keys.lease, this.instanceId, 'PX', this.options.leaseMs).pexpire(keys.meta, liveMs).pexpire(keys.events, liveMs).exec().catch(this.warn);
+    }, Math.max(10, Math.floor(this.options.leaseMs / 3)));
+    const poll = setInterval(() => {
+      if (stream.attached > 0) return;
+      this.redis.get(keys.follow).then((v) => stream.follow(v === null ? undefined : Number(v)), this.warn);
+    }, FOLLOW_POLL_MS);
+    for (const t of [renew, poll]) {
+      t.unref();
+      this.timers.add(t);
+    }
+    void stream.done.then(() => {
+      for (const t of [renew, poll]) {
+        clearInterval(t);
+        this.timers.delete(t);
+      }
+    });
+    return stream;
+  }
+
+  async find(streamId: string): Promise<StoredStream | undefined> {
+    const here = await this.local.find(streamId);
+    if (here !== undefined) return here;
+    const keys = this.keys(streamId);
+    const raw = await this.redis.get(keys.meta);
+    if (raw === null) return undefined;
+    const meta = JSON.parse(raw) as StreamMeta;
+    return { meta, reader: (afterSeq) => this.remoteReader(keys, afterSeq) };
+  }
+
+  logBytes(): number {
+    return this.local.logBytes();
+  }
+
+  detachedStreams(): number {
+    return this.local.detachedStreams();
+  }
+
+  async close(): Promise<void> {
+    for (const t of this.timers) clearInterval(t);
+    this.timers.clear();
+    await this.local.close();
+    for (const f of this.followers) f.disconnect();
+    await this.redis.quit().catch(() => this.redis.disconnect());
+  }
+
+  /** A reader on this instance of a stream produced on another: checks the window, then follows the Redis Stream. */
+  private async remoteReader(keys: RedisStreamKeys, afterSeq: number): Promise<Flow<Buffer>> {
+    const [first, last] = await Promise.all([this.redis.xrange(keys.events, '-', '+', 'COUNT', 1), this.redis.xrevrange(keys.events, '+', '-', 'COUNT', 1)]);
+    const firstSeq = first.length === 0 ? 1 : seqOf(first[0]![0]);
+    const lastEntry = last[0];
+    const lastSeq = lastEntry === undefined ? 0 : seqOf(lastEntry[0]);
+    if (afterSeq > lastSeq) throw new ResumeRequestError(`event ${afterSeq} was never sent (the last is ${lastSeq})`);
+    if (afterSeq < lastSeq && afterSeq + 1 < firstSeq) throw new ResumeGapError(afterSeq, firstSeq);
+    const connection = this.redis.duplicate();
+    connection.on('error', this.warn);
+    this.followers.add(connection);
+    return followRedis({
+      redis: connection,
+      control: this.redis,
+      keys,
+      afterSeq,
+      leaseMs: this.options.leaseMs,
+      release: () => {
+        this.followers.delete(connection);
+        connection.disconnect();
+      },
+    });
+  }
+
+  /** The hooks that write one stream's events and end to Redis, trimmed to its window. */
+  private mirror(meta: StreamMeta): { onAppend(seq: number, bytes: Buffer, firstSeq: number): void; onEnd(t: ReplayTerminal): void } {
+    const keys = this.keys(meta.streamId);
+    return {
+      onAppend: (seq, bytes, firstSeq) => {
+        void this.redis.xadd(keys.events, 'MINID', String(firstSeq), `${seq}-0`, 'b', bytes).catch(this.warn);
+      },
+      onEnd: (t) => {
+        const retention = meta.settings.retentionMs;
+        if (t.kind === 'cancelled') {
+          void this.redis.del(keys.events, keys.meta, keys.lease, keys.follow).catch(this.warn);
+          return;
+        }
+        const lastSeq = this.local.local(meta.streamId)?.window.lastSeq ?? 0;
+        const end = t.kind === 'complete' ? { kind: 'complete' } : { kind: 'error', ...errorFields(t.error) };
+        void this.redis
+          .multi()
+          .xadd(keys.events, `${lastSeq}-1`, 'end', JSON.stringify(end))
+          .pexpire(keys.events, retention)
+          .pexpire(keys.meta, retention)
+          .del(keys.lease)
+          .exec()
+          .catch(this.warn);
+      },
+    };
+  }
+
+  private keys(streamId: string): RedisStreamKeys {
+    const base = `${this.options.keyPrefix}s:${streamId}`;
+    return { events: base, meta: `${base}:meta`, lease: `${base}:lease`, follow: `${base}:follow` };
+  }
+
+  private readonly warn = (err: unknown): void => {
+    this.options.logger.warn('redis', { error: err instanceof Error ? err.message : String(err) });
+  };
+}
+
+/** The seq of an entry id `<seq>-<n>`. */
+export function seqOf(entryId: string): number {
+  return Number(entryId.slice(0, entryId.indexOf('-')));
+}
+
+/** What a follower needs to rebuild an error the producer ended with: its code, message and status. */
+function errorFields(error: unknown): { code: string; message: string; status?: number | undefined } {
+  const e = error as { code?: unknown; message?: unknown; status?: unknown } | undefined;
+  return {
+    code: typeof e?.code === 'string' ? e.code : 'ERR_TIDEGATE_INTERNAL',
+    message: typeof e?.message === 'string' ? e.message : String(error),
+    status: typeof e?.status === 'number' ? e.status : undefined,
+  };
+}
