@@ -344,6 +344,7 @@ function beforeAfter(res, out) {
     ['S1', 'own kernel/stalled stream, KiB', (r) => (r.ownKernelPerStalledMaxB == null ? null : r.ownKernelPerStalledMaxB / 1024), 1],
     ['S2', 'CPU s/GB', (r) => r.cpuSPerGb, 2],
     ['S2chunk', 'CPU s/GB', (r) => r.cpuSPerGb, 2],
+    ['S3', 'p99, ms', (r) => r.p99, 2],
     ['S4', 'KB/stream', (r) => r.kbPerStream, 1],
   ];
   for (const [key, what, get, d] of figs) {
@@ -377,7 +378,7 @@ function analysis(res, out) {
   out.push('Caveats:', '');
   out.push('- The upstream, the load generator and the proxy share the cores: compare ratios within one run.');
   out.push('- Slow clients read through a 512-byte buffer; their own kernel receive queues are the clients\', not the proxy\'s, and are counted in neither "held/stream" nor "own kernel bytes".');
-  out.push('- Under `pause`, S1 keeps megabytes per stream in the kernel for the whole stall timeout; past `tcp_mem`\'s pressure threshold the kernel may drop segments and slow every system\'s streams.');
+  out.push('- Where S1\'s "all TCP memory" reads **under pressure**, the kernel was past `tcp_mem`\'s pressure threshold and may have dropped segments, slowing every stream of that row whatever the proxy did.');
   out.push('');
 }
 

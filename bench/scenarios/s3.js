@@ -13,13 +13,14 @@ async function run(hn) {
   const { P, results } = hn;
   const p = P.s3;
   const direct = { name: 'direct', label: 'direct to upstream', path: '/sse', start: async () => ({ rec: hn.upstream.rec, port: hn.upstream.port, direct: true }) };
-  const list = [direct, ...hn.activeTargets({ scenario: 'S3' })];
   const variants = [
     ['S3', 1, 'each stream on its own schedule'],
     ['S3burst', 10, 'all streams emit in the same tick'],
   ];
   // Quick mode checks the harness: the burst run adds nothing to that.
   for (const [key, tickMs, how] of hn.quick ? variants.slice(0, 1) : variants) {
+    // The --ref build's rows (`@before`) in S3 only: the paired latency figure.
+    const list = [direct, ...hn.activeTargets({ scenario: key, before: key === 'S3' })];
     const rows = await hn.eachTarget(key, list, async (t) => {
       const h = t.name === 'direct' ? { port: hn.upstream.port, direct: true } : await hn.startTarget(t);
       try {

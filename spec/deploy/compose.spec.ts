@@ -1,6 +1,8 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parse } from 'yaml';
+import { loadConfig } from '../../src/gateway/config';
+import { resolveRoutes } from '../../src/gateway/config/routes';
 import { findAll, NginxDirective, parseNginxConf } from './nginx-conf';
 
 const ROOT = path.join(__dirname, '../..');
@@ -17,7 +19,7 @@ interface ComposeService {
   depends_on?: string[] | Record<string, { condition?: string }>;
 }
 
-const compose = parse(fs.readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8')) as { services: Record<string, ComposeService> };
+const compose = parse(fs.readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8'), { merge: true }) as { services: Record<string, ComposeService> };
 const services = compose.services;
 
 function env(s: ComposeService): Record<string, string> {
@@ -50,12 +52,14 @@ function nginxTimeMs(value: string): number {
 }
 
 describe('docker-compose.yml', () => {
-  it('defines gateway, simulator and edge services', () => {
-    expect(Object.keys(services).sort()).toEqual(['edge', 'gateway', 'simulator']);
+  const gateways = ['gateway-a', 'gateway-b'];
+
+  it('defines two gateway replicas, redis, simulator and edge services', () => {
+    expect(Object.keys(services).sort()).toEqual(['edge', 'gateway-a', 'gateway-b', 'redis', 'simulator']);
   });
 
-  it('builds the gateway from ./Dockerfile and runs dist/gateway/cli.js on port 8080', () => {
-    const g = services.gateway;
+  it.each(gateways)('builds %s from ./Dockerfile and runs dist/gateway/cli.js on port 8080', (name) => {
+    const g = services[name];
     const build = typeof g.build === 'string' ? { context: g.build } : g.build;
     expect(build?.context).toBe('.');
     expect(build && 'dockerfile' in build ? build.dockerfile : 'Dockerfile').toBe('Dockerfile');
@@ -63,27 +67,57 @@ describe('docker-compose.yml', () => {
     expect(env(g)).toMatchObject({ PORT: '8080', HOST: '0.0.0.0' });
   });
 
-  it('points the gateway at the simulator service on the port the simulator listens on', () => {
-    const upstream = new URL(env(services.gateway).UPSTREAM_URL);
+  it.each(gateways)('points %s at the simulator service on the port the simulator listens on', (name) => {
+    const upstream = new URL(env(services[name]).UPSTREAM_URL);
     expect(upstream.hostname).toBe('simulator');
     const sim = command(services.simulator);
     expect(sim.slice(0, 2)).toEqual(['node', 'dist/simulator/cli.js']);
     expect(flag(sim, '--port')).toBe(upstream.port);
     expect(flag(sim, '--host')).toBe('0.0.0.0');
-    expect(dependsOn(services.gateway)).toContain('simulator');
+    expect(dependsOn(services[name])).toContain('simulator');
   });
 
-  it('runs the simulator from the same image as the gateway', () => {
-    expect(services.simulator.build).toEqual(services.gateway.build);
-    expect(services.simulator.image).toBe(services.gateway.image);
+  it.each(gateways)('connects %s to the redis service and mounts deploy/gateway.yaml as its config', (name) => {
+    const g = services[name];
+    const redisUrl = new URL(env(g).REDIS_URL);
+    expect(redisUrl.hostname).toBe('redis');
+    expect(services.redis.expose).toContain(redisUrl.port);
+    expect(dependsOn(g)).toContain('redis');
+    const mount = (g.volumes ?? []).find((v) => v.startsWith('./deploy/gateway.yaml:'));
+    expect(mount?.split(':')[1]).toBe(env(g).TIDEGATE_CONFIG);
   });
 
-  it('runs edge as nginx:stable-alpine with deploy/nginx.conf mounted, 8081 -> 80', () => {
+  it('runs redis without persistence, from the official image', () => {
+    const r = services.redis;
+    expect(r.image).toMatch(/^redis:7/);
+    const cmd = command(r);
+    expect(flag(cmd, '--save')).toBe('');
+    expect(flag(cmd, '--appendonly')).toBe('no');
+  });
+
+  it('runs the simulator from the same image as the gateways', () => {
+    for (const name of gateways) {
+      expect(services.simulator.build).toEqual(services[name].build);
+      expect(services.simulator.image).toBe(services[name].image);
+    }
+  });
+
+  it('runs edge as nginx:stable-alpine with deploy/nginx.conf mounted, 8081 -> 80, after both gateways', () => {
     const e = services.edge;
     expect(e.image).toBe('nginx:stable-alpine');
     expect(e.volumes).toContain('./deploy/nginx.conf:/etc/nginx/nginx.conf:ro');
     expect(e.ports).toContain('8081:80');
-    expect(dependsOn(e)).toContain('gateway');
+    for (const name of gateways) expect(dependsOn(e)).toContain(name);
+  });
+});
+
+describe('deploy/gateway.yaml', () => {
+  it('is a valid gateway config whose routes resume through redis (the url from REDIS_URL)', () => {
+    const config = loadConfig({ file: path.join(ROOT, 'deploy/gateway.yaml'), env: { REDIS_URL: 'redis://redis:6379' } });
+    const routes = resolveRoutes(config, 'http://simulator:9090');
+    expect(routes.map((r) => r.path)).toEqual(['/v1/chat/completions', '/v1/messages']);
+    for (const r of routes) expect(r.resume?.store).toBe('redis');
+    expect(config.redis.url).toBe('redis://redis:6379');
   });
 });
 
@@ -113,13 +147,15 @@ describe('deploy/nginx.conf', () => {
     return found[0].args;
   }
 
-  it('proxies to the gateway service on port 8080', () => {
+  it('proxies round-robin to both gateway replicas on port 8080, without sticky sessions', () => {
     expect(proxied).toHaveLength(1);
     const target = one(proxied[0].children ?? [], 'proxy_pass')[0];
     const upstreamName = new URL(target).hostname;
     const upstream = findAll(conf, 'upstream').find((u) => u.args[0] === upstreamName);
-    const server = upstream ? one(upstream.children ?? [], 'server')[0] : new URL(target).host;
-    expect(server).toBe('gateway:8080');
+    expect(upstream).toBeDefined();
+    const members = upstream?.children ?? [];
+    expect(findAll(members, 'server').map((d) => d.args[0])).toEqual(['gateway-a:8080', 'gateway-b:8080']);
+    for (const balancing of ['ip_hash', 'hash', 'sticky', 'least_conn', 'random']) expect(findAll(members, balancing)).toEqual([]);
   });
 
   it('listens on port 80 (the container side of 8081:80)', () => {

@@ -100,6 +100,15 @@ export interface ConnectSseOptions {
   maxEventBytes?: number | undefined;
   /** How much of an error response body is kept in `SseHttpError.body` (default 64 KiB). */
   maxErrorBodyBytes?: number | undefined;
+  /**
+   * Resume a tidegate stream where it was started (default `false`): when the first response
+   * names a stream (`x-tidegate-stream-id`, a route with `resume`), every reconnect is a `GET` of
+   * `/v1/streams/{id}` on the same origin with `Last-Event-ID`, instead of sending the request
+   * (e.g. a `POST` to the model) again. The resumed stream replays the events after the last one
+   * delivered, then follows live (docs/resume.md); a 410 (window passed) or 404 (expired) fails
+   * the flow with `SseHttpError`.
+   */
+  resumeTidegateStream?: boolean | undefined;
   /** Called when a connection opened (before any of its events), or on a 204. */
   onOpen?: ((response: SseResponseInfo) => void) | undefined;
   /** Called when a reconnect is scheduled. */
@@ -130,6 +139,7 @@ export interface ResolvedSseOptions {
   maxLineBytes: number | undefined;
   maxEventBytes: number | undefined;
   maxErrorBodyBytes: number;
+  resumeTidegateStream: boolean;
   onOpen: ((response: SseResponseInfo) => void) | undefined;
   onReconnect: ((info: SseReconnectInfo) => void) | undefined;
   onComment: ((comment: string) => void) | undefined;
@@ -194,6 +204,7 @@ export function resolveOptions(url: string | URL, options: ConnectSseOptions): R
     maxLineBytes: options.maxLineBytes,
     maxEventBytes: options.maxEventBytes,
     maxErrorBodyBytes: options.maxErrorBodyBytes ?? 64 * 1024,
+    resumeTidegateStream: options.resumeTidegateStream ?? false,
     onOpen: options.onOpen,
     onReconnect: options.onReconnect,
     onComment: options.onComment,

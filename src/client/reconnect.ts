@@ -22,6 +22,8 @@ export class Reconnection {
   private reconnects = 0;
   /** The server's reconnection time (`retry:`), ms, once it sent one. */
   private serverRetryMs: number | undefined;
+  /** The tidegate stream the first response named (`resumeTidegateStream`). */
+  private tidegateStreamId: string | undefined;
 
   constructor(private readonly options: ResolvedSseOptions) {}
 
@@ -34,7 +36,19 @@ export class Reconnection {
     const o = this.options;
     const headers: Record<string, string> = { accept: 'text/event-stream', 'cache-control': 'no-cache', 'accept-encoding': 'identity', ...o.headers };
     if (lastEventId !== '') headers['last-event-id'] = lastEventId;
+    if (this.tidegateStreamId !== undefined) {
+      // Resumed where tidegate keeps it: a GET of the stream, its credentials kept, no body.
+      for (const name of Object.keys(headers)) if (/^content-(type|length|encoding)$/i.test(name)) delete headers[name];
+      return { url: new URL(`/v1/streams/${encodeURIComponent(this.tidegateStreamId)}`, o.url), method: 'GET', headers, body: undefined };
+    }
     return { url: o.url, method: o.method, headers, body: o.body };
+  }
+
+  /** A connection opened: with `resumeTidegateStream`, the first one names the stream later attempts resume. */
+  onOpen(headers: { get(name: string): string | null }): void {
+    if (!this.options.resumeTidegateStream || this.tidegateStreamId !== undefined) return;
+    const id = headers.get('x-tidegate-stream-id');
+    if (id !== null && /^[0-9a-f]{32}$/.test(id)) this.tidegateStreamId = id;
   }
 
   /** The server sent `retry:` (ms): the stream's reconnection time from now on. */

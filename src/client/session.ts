@@ -256,6 +256,7 @@ export class SseSession implements Subscription {
 
   private notifyOpen(response: SseAnswer): void {
     const info: SseResponseInfo = { status: response.status, headers: response.headers, connection: ++this.connections };
+    this.reconnection.onOpen(response.headers);
     const first = this.onFirstOpen;
     this.onFirstOpen = undefined;
     try {
