@@ -3,9 +3,13 @@ import { ConfigError, loadConfig, parseConfig, resolveRoutes } from '../../src/g
 describe('gateway config', () => {
   it('defaults to the OpenAI and Anthropic routes with the documented policy', () => {
     const routes = resolveRoutes(parseConfig({}), 'http://up:1');
-    expect(routes.map((r) => [r.path, r.provider, r.url])).toEqual([
-      ['/v1/chat/completions', 'openai', 'http://up:1/v1/chat/completions'],
-      ['/v1/messages', 'anthropic', 'http://up:1/v1/messages'],
+    expect(routes.map((r) => [r.path, r.provider, r.api, r.url])).toEqual([
+      ['/v1/chat/completions', 'openai', 'chat', 'http://up:1/v1/chat/completions'],
+      ['/v1/completions', 'openai', 'completions', 'http://up:1/v1/completions'],
+      ['/v1/models', 'openai', 'models', 'http://up:1/v1/models'],
+      ['/v1/embeddings', 'openai', 'embeddings', 'http://up:1/v1/embeddings'],
+      ['/v1/messages', 'anthropic', 'messages', 'http://up:1/v1/messages'],
+      ['/v1/messages/count_tokens', 'anthropic', 'count_tokens', 'http://up:1/v1/messages/count_tokens'],
     ]);
     expect(routes[0].policy).toMatchObject({ overflow: 'pause', maxBufferedBytes: 262144, heartbeatMs: 15000, stallTimeoutMs: 30000 });
     expect(routes[0].timeouts).toEqual({ connectMs: 10000, firstByteMs: 60000, idleMs: 120000, totalMs: 600000 });
@@ -39,8 +43,28 @@ describe('gateway config', () => {
     const config = loadConfig({ extraRoutes: [{ path: '/sse', provider: 'passthrough', url: 'http://u/sse' }] });
     expect(resolveRoutes(config, 'http://up').map((r) => `${r.methods.join('|')} ${r.path}`)).toEqual([
       'POST /v1/chat/completions',
+      'POST /v1/completions',
+      'GET /v1/models',
+      'POST /v1/embeddings',
       'POST /v1/messages',
+      'POST /v1/messages/count_tokens',
       'GET|POST /sse',
     ]);
+  });
+
+  it('takes a route’s API from the end of its path, and refuses an API of another provider', () => {
+    const config = parseConfig({
+      routes: [
+        { path: '/proxy/v1/embeddings', provider: 'openai', url: 'http://x/e' },
+        { path: '/count', provider: 'anthropic', upstreamPath: '/v1/messages/count_tokens' },
+        { path: '/m', provider: 'openai', api: 'models' },
+      ],
+    });
+    expect(resolveRoutes(config, 'http://up').map((r) => [r.api, r.methods.join('|')])).toEqual([
+      ['embeddings', 'POST'],
+      ['count_tokens', 'POST'],
+      ['models', 'GET'],
+    ]);
+    expect(() => parseConfig({ routes: [{ path: '/x', provider: 'anthropic', api: 'embeddings' }] })).toThrow(/routes\.0\.api: api embeddings is served by provider openai/);
   });
 });

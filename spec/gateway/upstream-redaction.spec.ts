@@ -106,7 +106,7 @@ describe('upstream details never reach a client', () => {
     const { status, text } = await call('/down/v1/chat/completions', 'none', stream);
     expect(status).toBe(502);
     const error = (JSON.parse(text) as { error: { message: string; code: string } }).error;
-    expect(error.code).toBe('ERR_TIDEGATE_UPSTREAM_RESET');
+    expect(error.code).toBe('ERR_TIDEGATE_UPSTREAM_UNREACHABLE');
     expect(error.message).toBe('upstream for route /down/v1/chat/completions unreachable (ECONNREFUSED)');
   });
 

@@ -1,6 +1,6 @@
 import { BufferOverflowError, TimeoutError } from '../../src/errors';
 import { fromIterable } from '../../src/flow/sources/iterable';
-import type { SseEvent } from '../../src/sse';
+import type { SseEvent, SseEventInit } from '../../src/sse';
 import { UpstreamStreamError } from '../../src/http/errors';
 import { adaptProvider, anthropicAdapter, createPassthroughAdapter, openaiAdapter, type GatewayEvent } from '../../src/providers';
 
@@ -37,10 +37,10 @@ describe('openaiAdapter', () => {
   });
 
   it('formats tidegate errors as data: {"error":{message,type,code}}', () => {
-    expect(JSON.parse(openaiAdapter.formatError(new TimeoutError('idle', 5)).data as string)).toEqual({
+    expect(JSON.parse((openaiAdapter.formatError(new TimeoutError('idle', 5)) as SseEventInit).data as string)).toEqual({
       error: { message: 'idle timeout after 5 ms', type: 'tidegate_error', code: 'ERR_TIDEGATE_TIMEOUT', param: null },
     });
-    expect(openaiAdapter.formatError(new TimeoutError('idle', 5)).event).toBeUndefined();
+    expect((openaiAdapter.formatError(new TimeoutError('idle', 5)) as SseEventInit).event).toBeUndefined();
   });
 });
 
@@ -62,7 +62,7 @@ describe('anthropicAdapter', () => {
   it('formats errors as event: error {"type":"error","error":{type,message}}', () => {
     const wire = anthropicAdapter.formatError(new UpstreamStreamError('Overloaded', 'overloaded_error'));
     expect(wire).toEqual({ event: 'error', data: '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}' });
-    expect(JSON.parse(anthropicAdapter.formatError(new BufferOverflowError()).data as string).error).toMatchObject({ type: 'overloaded_error', code: 'ERR_TIDEGATE_OVERFLOW' });
+    expect(JSON.parse((anthropicAdapter.formatError(new BufferOverflowError()) as SseEventInit).data as string).error).toMatchObject({ type: 'overloaded_error', code: 'ERR_TIDEGATE_OVERFLOW' });
   });
 });
 

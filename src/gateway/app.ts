@@ -1,12 +1,8 @@
 import { setMaxListeners } from 'node:events';
-import type { ServerResponse } from 'node:http';
 import { playgroundRouter } from '../playground';
 import { playgroundEnabled } from '../playground/exposure';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import { ShutdownError } from '../errors';
-import { anthropicAdapter } from '../providers/anthropic';
-import { openaiAdapter } from '../providers/openai';
-import { createPassthroughAdapter } from '../providers/passthrough';
 import type { ProviderAdapter } from '../providers/types';
 import { AdmissionError, closeAfterResponse, createAdmission, hasUnreadBody, type Admission } from './admission';
 import { resolveRoutes, type GatewayConfig, type ResolvedRoute } from './config';
@@ -14,6 +10,8 @@ import { createLogger, type Logger } from './logger';
 import { GatewayMetrics, type StreamSnapshot } from './metrics';
 import { relay, type StreamPolicyFn } from './relay/relay';
 import { readRequestBody, RequestBodyAbortedError } from './request-body';
+import { adapterFor } from './route-adapters';
+import { errorShapeFor, isJsonContentType, noRouteHandler, PLAIN_ERRORS } from './route-errors';
 import { RESUME_PATH, serveResume, type ResumeEndpointDeps } from './resume/endpoints';
 import { parseEventId } from './resume/ids';
 import { ResumeService } from './resume/service';
@@ -50,8 +48,6 @@ export interface GatewayControl {
 
 /** An Express app with its {@link GatewayControl} at `app.gateway`. */
 export type GatewayApp = Express & { readonly gateway: GatewayControl };
-
-const ADAPTERS: Record<'openai' | 'anthropic', ProviderAdapter> = { openai: openaiAdapter, anthropic: anthropicAdapter };
 
 /**
  * The gateway as an Express app: the configured routes (default OpenAI
@@ -99,7 +95,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
   app.disable('x-powered-by');
   app.use((req, res, next) => {
     const over = admission.checkConnection(req);
-    if (over) return admission.refuse(req, res, adapterOf.get(req.path) ?? PLAIN_ERRORS, over);
+    if (over) return admission.refuse(req, res, adapterOf.get(req.path) ?? errorShapeFor(req, req.path, routes), over);
     // Kept-alive clients are told to go elsewhere while draining (each gets its answer first).
     if (!ready) res.setHeader('Connection', 'close');
     next();
@@ -155,6 +151,14 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
       next();
     };
     const readBody = (req: Request, res: Response, next: NextFunction): void => {
+      if (route.provider !== 'passthrough' && !isJsonContentType(req.headers['content-type'])) {
+        if (hasUnreadBody(req)) {
+          res.setHeader('Connection', 'close');
+          closeAfterResponse(req, res);
+        }
+        adapter.sendHttpError(res, Object.assign(new Error(`the request body must be JSON (Content-Type: application/json), not ${req.headers['content-type']}`), { status: 415, code: 'ERR_TIDEGATE_UNSUPPORTED_MEDIA_TYPE' }));
+        return;
+      }
       readRequestBody(req, { maxBytes: config.limits.maxRequestBodyBytes, timeoutMs: config.limits.requestBodyTimeoutMs }).then(
         (bytes) => {
           if (route.provider === 'passthrough' || bytes === undefined) req.body = bytes;
@@ -210,19 +214,8 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
     });
   }
 
-  // Anything else: a JSON 404 naming the routes, not Express' HTML page.
-  app.use((req: Request, res: Response) => {
-    // A body nobody reads is not drained: the connection closes after the answer.
-    if (hasUnreadBody(req)) {
-      res.setHeader('Connection', 'close');
-      closeAfterResponse(req, res);
-    }
-    // The one admin route that is off by default says how to turn it on.
-    const hint = req.path === '/debug/streams' ? ' (GET /debug/streams is served with debug.streams: true, or the --debug-streams flag)' : '';
-    res.status(404).json({
-      error: { code: 'ERR_TIDEGATE_NOT_FOUND', message: `no route for ${req.method} ${req.path}; routes: ${routes.map((r) => `${r.methods.join('|')} ${r.path}`).join(', ')}${hint}` },
-    });
-  });
+  // Anything else: a 405 on a route's path, else a 404 naming the routes, in the path's provider shape.
+  app.use(noRouteHandler(routes));
 
   const control: GatewayControl = {
     metrics,
@@ -253,20 +246,6 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
     },
   };
   return Object.assign(app, { gateway: control });
-}
-
-/** The error shape of paths that are no route: `{ error: { code, message } }`. */
-const PLAIN_ERRORS: Pick<ProviderAdapter, 'sendHttpError'> = {
-  sendHttpError(res: ServerResponse, error: unknown) {
-    const e = error as { status?: number; code?: string; message?: string };
-    res.statusCode = e.status ?? 500;
-    res.setHeader('Content-Type', 'application/json; charset=utf-8');
-    res.end(JSON.stringify({ error: { code: e.code ?? 'ERR_TIDEGATE_INTERNAL', message: e.message ?? 'error' } }));
-  },
-};
-
-function adapterFor(route: ResolvedRoute): ProviderAdapter {
-  return route.provider === 'passthrough' ? createPassthroughAdapter(route.terminator) : ADAPTERS[route.provider];
 }
 
 function isJsonObject(value: unknown): value is Record<string, unknown> {

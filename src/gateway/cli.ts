@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
 import { redactUrl } from '../http/redact';
-import { ConfigError, loadConfig } from './config';
+import { API_SPECS, ConfigError, DEFAULT_APIS, loadConfig } from './config';
 import { createLogger } from './logger';
 import { startGateway } from './server';
 
@@ -21,6 +21,10 @@ const USAGE = `Usage: tidegate [options]
   --debug-streams            serve GET /debug/streams: each live stream's demand and buffers
   --playground               serve /playground on any address (default: only on a loopback host)
   -h, --help                 this text
+
+Routes served by default (each forwards to the same path on the upstream):
+${DEFAULT_APIS.map((api) => `  ${`${API_SPECS[api].methods.join('|')} ${API_SPECS[api].path}`.padEnd(35)}${API_SPECS[api].summary}`).join('\n')}
+  GET  /healthz, /readyz, /metrics   health, readiness, Prometheus metrics
 `;
 
 /** `tidegate` command line: flags override environment, environment overrides the file, the file overrides defaults. */

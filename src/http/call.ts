@@ -10,7 +10,7 @@ import { OperatorSubscriber, operator } from '../flow/operators/operator-subscri
 import { fromReadable } from '../flow/sources/readable';
 import type { FlowContext, Subscriber } from '../flow/types';
 import { readBounded } from './read-bounded';
-import { DEFAULT_MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES, UpstreamBodyTooLargeError, UpstreamResetError } from './errors';
+import { DEFAULT_MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES, UpstreamBodyTooLargeError, UpstreamResetError, UpstreamUnreachableError, UNREACHABLE_ERRNOS } from './errors';
 import { bodyIsResponse, callAgent, CallSignal, expectRedirect, readCallOf, setReadCall, withClientRequest, type SizedReadCall } from './node-hooks';
 
 /** Default time to first byte of the upstream body, ms: models think before they speak. */
@@ -294,8 +294,12 @@ export class UpstreamCall implements SizedReadCall {
     const code = typeof e?.code === 'string' && e.code !== 'FETCH_ERROR' ? e.code : typeof e?.errno === 'string' ? e.errno : 'connection error';
     const status = this.incoming?.statusCode;
     // Before the status line the route says which upstream; a break mid-body reads the same on every route.
-    const message = status === undefined ? `upstream${this.request.route === undefined ? '' : ` for route ${this.request.route}`} unreachable (${code})` : `upstream connection broke after HTTP ${status} (${code})`;
-    return new UpstreamResetError(message, { cause: err, status });
+    const errno = code === 'connection error' ? undefined : code;
+    if (status === undefined && errno !== undefined && UNREACHABLE_ERRNOS.has(errno)) {
+      return new UpstreamUnreachableError(`upstream${this.request.route === undefined ? '' : ` for route ${this.request.route}`} unreachable (${code})`, { cause: err, errno });
+    }
+    const message = status === undefined ? `upstream${this.request.route === undefined ? '' : ` for route ${this.request.route}`} connection failed (${code})` : `upstream connection broke after HTTP ${status} (${code})`;
+    return new UpstreamResetError(message, { cause: err, status, errno });
   }
 
   /** Stops the timers and detaches from the caller's signal; aborts the request unless it ended cleanly (`abort: false` keeps the socket for reuse). */

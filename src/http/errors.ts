@@ -43,10 +43,39 @@ export class UpstreamRedirectError extends TidegateError {
 export class UpstreamResetError extends TidegateError {
   /** The upstream's status line before the break, `undefined` when none arrived. */
   readonly status: number | undefined;
+  /** The network error's code (`ECONNRESET`, `ECONNREFUSED` …), when it had one: logged as `errno`. */
+  readonly errno: string | undefined;
 
-  constructor(message: string, options?: { cause?: unknown; status?: number | undefined }) {
-    super('ERR_TIDEGATE_UPSTREAM_RESET', message, options);
+  constructor(message: string, options?: { cause?: unknown; status?: number | undefined; errno?: string | undefined }, code = 'ERR_TIDEGATE_UPSTREAM_RESET') {
+    super(code, message, options);
     this.status = options?.status;
+    this.errno = options?.errno;
+  }
+}
+
+/** Network error codes that mean no connection to the upstream was made: refused, unresolvable, unreachable. */
+export const UNREACHABLE_ERRNOS: ReadonlySet<string> = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EAI_NONAME',
+  'EAI_FAIL',
+  'EHOSTUNREACH',
+  'EHOSTDOWN',
+  'ENETUNREACH',
+  'ENETDOWN',
+  'EADDRNOTAVAIL',
+]);
+
+/**
+ * No connection to the upstream could be made (`ERR_TIDEGATE_UPSTREAM_UNREACHABLE`, HTTP 502
+ * to the client): refused, a name that does not resolve, no route to the host (see
+ * {@link UNREACHABLE_ERRNOS}). A connection that was made and then broke is
+ * {@link UpstreamResetError}, of which this is a kind: it is retried the same way.
+ */
+export class UpstreamUnreachableError extends UpstreamResetError {
+  constructor(message: string, options: { cause?: unknown; errno: string }) {
+    super(message, options, 'ERR_TIDEGATE_UPSTREAM_UNREACHABLE');
   }
 }
 

@@ -7,6 +7,8 @@ export {
   UpstreamNotStreamError,
   UpstreamRedirectError,
   UpstreamResetError,
+  UpstreamUnreachableError,
+  UNREACHABLE_ERRNOS,
   UpstreamStreamError,
   UpstreamTruncatedError,
 } from './errors';

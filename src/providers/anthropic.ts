@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { BufferOverflowError, ShutdownError, TimeoutError } from '../errors';
 import type { SseEvent, SseEventInit } from '../sse';
-import { UpstreamHttpError, UpstreamStreamError } from '../http/errors';
+import { UpstreamStreamError } from '../http/errors';
 import { codeOf, httpStatusOf, messageOf, writeJsonError } from './errors-http';
 import type { GatewayEvent, ProviderAdapter } from './types';
 import { hasAsciiEscape, num, obj, parseObject, reencoder } from './wire';
@@ -22,7 +22,7 @@ function anthropicError(error: unknown): { type: string; message: string; code?:
     const status = (error as { status?: unknown } | undefined)?.status;
     const byStatus = typeof status === 'number' ? ANTHROPIC_TYPE_BY_STATUS[status] : undefined;
     if (byStatus !== undefined) type = byStatus;
-    else if (error instanceof UpstreamHttpError && error.status < 500) type = 'invalid_request_error';
+    else if (typeof status === 'number' && status >= 400 && status < 500) type = 'invalid_request_error';
   }
   return { type, message: messageOf(error), code: codeOf(error) };
 }

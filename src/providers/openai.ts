@@ -172,7 +172,8 @@ function atTopLevel(prefix: string): boolean {
 }
 
 /**
- * OpenAI Chat Completions (`POST /v1/chat/completions`) and compatible servers (vLLM, Ollama,
+ * OpenAI Chat Completions (`POST /v1/chat/completions`), legacy completions
+ * (`POST /v1/completions`, text in `choices[0].text`) and compatible servers (vLLM, Ollama,
  * llama.cpp server): `data: {chat.completion.chunk}` frames, `data: [DONE]` at the end, a
  * mid-stream error as `data: {"error":{"message","type","code"}}` (what openai-node's `Stream`
  * raises `APIError` on). Usage arrives in a `choices: []` chunk when the client set
@@ -207,7 +208,9 @@ export const openaiAdapter: ProviderAdapter = {
       }
       const usage = usageOf(body.usage);
       const choices = Array.isArray(body.choices) ? body.choices : [];
-      const content = obj(obj(choices[0])?.delta)?.content;
+      const first = obj(choices[0]);
+      // Chat chunks carry `delta.content`; legacy completions chunks carry `text`.
+      const content = first?.delta !== undefined ? obj(first.delta)?.content : first?.text;
       if (typeof content === 'string' && content.length > 0) return usage ? { type: 'delta', text: content, usage, wire } : { type: 'delta', text: content, wire };
       if (usage !== undefined) return { type: 'usage', usage, wire };
       return { type: 'frame', wire };

@@ -44,8 +44,11 @@ export function scrubbingAdapter(adapter: ProviderAdapter, scrubber: Scrubber): 
   if (!scrubber.active) return adapter;
   return {
     ...adapter,
-    formatError(error: unknown): SseEventInit {
-      return scrubWire(adapter.formatError(scrubError(error, scrubber)), scrubber);
+    formatError(error: unknown): SseEventInit | SseFrame {
+      const wire = adapter.formatError(scrubError(error, scrubber));
+      if (!(wire instanceof SseFrame)) return scrubWire(wire, scrubber);
+      const bytes = scrubber.buffer(wire.bytes);
+      return bytes === wire.bytes ? wire : new SseFrame(bytes);
     },
     sendHttpError(res: ServerResponse, error: unknown): void {
       adapter.sendHttpError(res, scrubError(error, scrubber));

@@ -15,7 +15,8 @@ export interface TokenUsage {
  * - `delta`: generated text (`text`); may carry `usage` too (servers that report usage per chunk);
  * - `usage`: token counts only;
  * - `error`: an error frame inside the stream; the gateway ends the stream with it;
- * - `done`: the provider's terminator (OpenAI `data: [DONE]`, Anthropic `message_stop`);
+ * - `done`: the provider's terminator (OpenAI `data: [DONE]`, Anthropic `message_stop`, Responses
+ *   `response.completed`), with the usage it reports (Responses);
  * - `frame`: anything else (role chunk, `ping`, `content_block_start` …), relayed as is;
  * - `frames`: the byte relay's unit (see `adaptFrames`): whole upstream event blocks relayed as
  *   their own bytes, `delta` when one of them carried text, `usage` the last counts reported in
@@ -25,7 +26,7 @@ export type GatewayEvent =
   | { readonly type: 'delta'; readonly text: string; readonly usage?: TokenUsage | undefined; readonly wire: SseEventInit }
   | { readonly type: 'usage'; readonly usage: TokenUsage; readonly wire: SseEventInit }
   | { readonly type: 'error'; readonly error: Error; readonly wire: SseEventInit }
-  | { readonly type: 'done'; readonly wire: SseEventInit }
+  | { readonly type: 'done'; readonly wire: SseEventInit; readonly usage?: TokenUsage | undefined }
   | { readonly type: 'frame'; readonly wire: SseEventInit }
   | { readonly type: 'frames'; readonly wire: SseFrame; readonly delta: boolean; readonly usage?: TokenUsage | undefined };
 
@@ -60,8 +61,13 @@ export interface ProviderAdapter {
   terminatorFrame?: ((event: SseEvent) => Buffer | undefined) | undefined;
   /** Headers that carry the configured upstream credential (never the client's). */
   authHeaders(apiKey: string | undefined): Record<string, string>;
-  /** An error written after the stream started, in the provider's SSE protocol. */
-  formatError(error: unknown): SseEventInit;
+  /** An error written after the stream started, in the provider's SSE protocol (one event, or a frame of several). */
+  formatError(error: unknown): SseEventInit | SseFrame;
+  /**
+   * A fresh adapter for one stream, when the protocol's errors continue the stream's state
+   * (Responses: the last `sequence_number` and the response id). Absent: the adapter is shared.
+   */
+  forStream?: (() => ProviderAdapter) | undefined;
   /** An error answered before the stream started: status and JSON body in the provider's shape. */
   sendHttpError(res: ServerResponse, error: unknown): void;
   /** Rewrites a JSON request body to ask the upstream for a non-stream answer (the `stream: false` fallback). */

@@ -1,16 +1,20 @@
 /**
- * The simulator's HTTP routes: `GET /healthz`, `GET /v1/models` (the transcripts), the two API
- * routes with their dialects (OpenAI `POST /v1/chat/completions`, Anthropic `POST /v1/messages`),
- * and a JSON 404 / 405 for anything else.
+ * The simulator's HTTP routes: `GET /healthz`, `GET /v1/models` (the transcripts), the API
+ * routes with their dialects (OpenAI `POST /v1/chat/completions` and `POST /v1/completions`,
+ * Anthropic `POST /v1/messages`), the JSON routes (`POST /v1/embeddings`,
+ * `POST /v1/messages/count_tokens`), and a JSON 404 / 405 for anything else.
  */
 import type * as http from 'node:http';
 import { anthropicDialect } from './anthropic';
+import { completionsDialect } from './completions';
+import { JSON_ROUTES, respondJson } from './json-routes';
 import { openaiDialect } from './openai';
 import { respond, SimRoute, SimulatorHost } from './respond';
 import { transcriptRegistry } from './settings';
 
 const ROUTES: Record<string, SimRoute> = {
   '/v1/chat/completions': { route: 'openai', dialect: openaiDialect },
+  '/v1/completions': { route: 'openai', dialect: completionsDialect },
   '/v1/messages': { route: 'anthropic', dialect: anthropicDialect },
 };
 
@@ -28,6 +32,7 @@ export async function handle(host: SimulatorHost, req: http.IncomingMessage, res
     res.end(JSON.stringify({ object: 'list', data }));
     return;
   }
+  if (req.method === 'POST' && JSON_ROUTES[path] !== undefined) return respondJson(req, res, path, host.settings().maxBodyBytes);
   const target = ROUTES[path];
   if (!target || req.method !== 'POST') {
     req.resume();

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { API_SPECS, DEFAULT_APIS, inferApi, ROUTE_APIS, type RouteApi } from './apis';
 import { resolveResume, resumeSchema, type ResumeSettings } from '../resume/settings';
 import { headerName } from './fields';
 import type { GatewayConfig } from './schema';
@@ -9,7 +10,12 @@ export const routeSchema = z.object({
   /** Path the gateway serves, e.g. `/v1/chat/completions`. */
   path: z.string().startsWith('/', 'must start with /'),
   provider: z.enum(['openai', 'anthropic', 'passthrough']),
-  /** Methods served; default `POST` for openai/anthropic, `GET` and `POST` for passthrough. */
+  /**
+   * The provider API served (`chat`, `responses`, `completions`, `models`, `embeddings`,
+   * `messages`, `count_tokens`; `sse` for passthrough); default: the one the path ends with.
+   */
+  api: z.enum(ROUTE_APIS).optional(),
+  /** Methods served; default the API's (`GET` for `models`, `GET` and `POST` for passthrough, else `POST`). */
   methods: z.array(z.enum(['GET', 'POST'])).min(1).optional(),
   /** Full upstream URL; default: `upstream.url` + `upstreamPath`. */
   url: z.string().url().optional(),
@@ -40,7 +46,11 @@ export const routeSchema = z.object({
   policy: z.object(policyShape).partial().strict().default({}),
   timeouts: z.object(timeoutsShape).partial().strict().default({}),
   retry: z.object(retryShape).partial().strict().default({}),
-}).strict();
+}).strict().superRefine((r, ctx) => {
+  if (r.api !== undefined && API_SPECS[r.api].provider !== r.provider) {
+    ctx.addIssue({ code: 'custom', path: ['api'], message: `api ${r.api} is served by provider ${API_SPECS[r.api].provider}, not ${r.provider}` });
+  }
+});
 
 /** One configured route. */
 export type RouteConfig = z.infer<typeof routeSchema>;
@@ -49,6 +59,8 @@ export type RouteConfig = z.infer<typeof routeSchema>;
 export interface ResolvedRoute {
   path: string;
   provider: RouteConfig['provider'];
+  /** The provider API it serves (see `API_SPECS`). */
+  api: RouteApi;
   methods: ('GET' | 'POST')[];
   /** Full upstream URL; `undefined` until the upstream base is known (simulator). */
   url: string | undefined;
@@ -68,21 +80,36 @@ export interface ResolvedRoute {
   retry: RetrySettings;
 }
 
-/** The default routes when none are configured. */
-export const DEFAULT_ROUTES: readonly RouteConfig[] = [
-  { path: '/v1/chat/completions', provider: 'openai', followRedirects: false, stream: true, resumable: false, policy: {}, timeouts: {}, retry: {} },
-  { path: '/v1/messages', provider: 'anthropic', followRedirects: false, stream: true, resumable: false, policy: {}, timeouts: {}, retry: {} },
-];
+/** The default routes when none are configured: every API of `DEFAULT_APIS` on its provider's path. */
+export const DEFAULT_ROUTES: readonly RouteConfig[] = DEFAULT_APIS.map((api) => ({
+  path: API_SPECS[api].path,
+  provider: API_SPECS[api].provider,
+  api,
+  followRedirects: false,
+  stream: true,
+  resumable: false,
+  policy: {},
+  timeouts: {},
+  retry: {},
+}));
 
 /**
  * Resolves the routes of `config`: each route's policy, timeouts and retry over the global
  * ones over the defaults; `url` from `upstreamBase` + path when not set.
  */
 export function resolveRoutes(config: GatewayConfig, upstreamBase: string | undefined): ResolvedRoute[] {
-  return (config.routes ?? DEFAULT_ROUTES).map((r) => ({
+  return (config.routes ?? DEFAULT_ROUTES).map((r) => {
+    const api = r.api ?? inferApi(r.provider, r.upstreamPath ?? r.path);
+    return resolveRoute(config, r, api, upstreamBase);
+  });
+}
+
+function resolveRoute(config: GatewayConfig, r: RouteConfig, api: RouteApi, upstreamBase: string | undefined): ResolvedRoute {
+  return {
     path: r.path,
     provider: r.provider,
-    methods: r.methods ?? (r.provider === 'passthrough' ? ['GET', 'POST'] : ['POST']),
+    api,
+    methods: r.methods ?? [...API_SPECS[api].methods],
     url: r.url ?? (upstreamBase === undefined ? undefined : new URL((r.upstreamPath ?? r.path).slice(1), upstreamBase.endsWith('/') ? upstreamBase : `${upstreamBase}/`).toString()),
     apiKey: r.apiKey ?? config.upstream.apiKey,
     maxBodyBytes: config.upstream.maxBodyBytes,
@@ -96,5 +123,5 @@ export function resolveRoutes(config: GatewayConfig, upstreamBase: string | unde
     policy: { ...DEFAULT_POLICY, ...config.stream, ...r.policy },
     timeouts: { ...DEFAULT_TIMEOUTS, ...config.timeouts, ...r.timeouts },
     retry: { ...DEFAULT_RETRY, ...config.retry, ...r.retry },
-  }));
+  };
 }

@@ -1,12 +1,13 @@
 import { BufferOverflowError, ShutdownError, SseLimitError, TidegateError, TimeoutError } from '../../errors';
 import type { StreamResult } from '../../express/send-flow';
-import { UpstreamHttpError, UpstreamRedirectError, UpstreamResetError, UpstreamStreamError, UpstreamTruncatedError } from '../../http/errors';
+import { UpstreamHttpError, UpstreamRedirectError, UpstreamResetError, UpstreamStreamError, UpstreamTruncatedError, UpstreamUnreachableError } from '../../http/errors';
 import { codeOf } from '../../express/error-shapes';
 
 /** How a relayed request ended, as logged (`outcome`) and counted (`tidegate_streams_total`). */
 export type RelayOutcome =
   | 'completed'
   | 'upstream_reset'
+  | 'upstream_unreachable'
   | 'overflow'
   | 'stalled'
   | 'client_closed'
@@ -26,6 +27,7 @@ export function upstreamOutcome(err: unknown): string {
   if (err instanceof UpstreamHttpError) return `http_${err.status}`;
   if (err instanceof UpstreamRedirectError) return `http_${err.upstreamStatus}`;
   if (err instanceof TimeoutError) return 'timeout';
+  if (err instanceof UpstreamUnreachableError) return 'unreachable';
   if (err instanceof UpstreamResetError) return 'reset';
   if (err instanceof ClientClosedError || err instanceof ShutdownError) return 'aborted';
   return 'error';
@@ -36,6 +38,7 @@ export function errorOutcome(err: unknown): RelayOutcome {
   if (err instanceof TimeoutError) return 'timeout';
   if (err instanceof ShutdownError) return 'shutdown';
   if (err instanceof BufferOverflowError || codeOf(err) === 'ERR_TIDEGATE_OVERFLOW') return 'overflow';
+  if (err instanceof UpstreamUnreachableError) return 'upstream_unreachable';
   if (err instanceof UpstreamResetError || err instanceof UpstreamTruncatedError) return 'upstream_reset';
   if (err instanceof UpstreamStreamError || err instanceof UpstreamHttpError || err instanceof SseLimitError) return 'upstream_error';
   if (err instanceof ClientClosedError) return 'client_closed';
@@ -53,4 +56,9 @@ export function streamOutcome(result: StreamResult): RelayOutcome {
     default:
       return errorOutcome(result.error);
   }
+}
+
+/** The network error code (`ECONNREFUSED`, `ENOTFOUND` …) behind an upstream failure, for the log line. */
+export function errnoOf(err: unknown): string | undefined {
+  return err instanceof UpstreamResetError ? err.errno : undefined;
 }

@@ -7,7 +7,7 @@ import { UpstreamHttpError } from '../../http/errors';
 import { codeOf } from '../../express/error-shapes';
 import type { UpstreamStream } from '../../http/request';
 import type { StreamContext } from './context';
-import { ClientClosedError, errorOutcome, streamOutcome } from './outcome';
+import { ClientClosedError, errnoOf, errorOutcome, streamOutcome } from './outcome';
 import { FRAME_PREFETCH } from './plan';
 import type { OpenedStream } from './events';
 
@@ -72,6 +72,7 @@ export async function sendToClient(stream: StreamContext, d: Delivery): Promise<
     bytes: result.bytes,
     peakBufferedBytes: result.peakBufferedBytes,
     errorCode: result.error === undefined ? undefined : codeOf(result.error),
+    errno: errnoOf(result.error),
     timeoutKind: result.error instanceof TimeoutError ? result.error.kind : undefined,
   });
 }
@@ -95,6 +96,7 @@ export function failBeforeHeaders(stream: StreamContext, err: unknown): void {
   stream.finish(clientGone ? 'client_closed' : errorOutcome(err), {
     upstream: stream.redaction?.url,
     errorDetail: stream.redaction?.detail(err),
+    errno: errnoOf(err),
     status: clientGone ? 499 : res.statusCode,
     errorCode: codeOf(err),
     timeoutKind: err instanceof TimeoutError ? err.kind : undefined,

@@ -1,7 +1,7 @@
 import type { Request } from 'express';
 import type { UpstreamRequest } from '../../http/request';
 import type { ProviderAdapter } from '../../providers/types';
-import type { ResolvedRoute } from '../config';
+import { API_SPECS, type ResolvedRoute } from '../config';
 import { upstreamUrl } from '../upstream-url';
 
 /** Hop-by-hop headers (RFC 9110 §7.6.1) and ones the gateway sets itself: never forwarded. */
@@ -18,7 +18,7 @@ export interface ClientAsk {
 /** Reads whether the client asked for a stream and whether the route will stream it. */
 export function clientAsk(req: Request, route: ResolvedRoute): ClientAsk {
   const json = jsonBody(req, route);
-  const wantsStream = route.provider === 'passthrough' || json?.stream === true;
+  const wantsStream = route.provider === 'passthrough' || (API_SPECS[route.api].streams && json?.stream === true);
   return { wantsStream, streaming: wantsStream && (route.stream || route.provider === 'passthrough') };
 }
 

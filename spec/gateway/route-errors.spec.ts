@@ -1,0 +1,126 @@
+import * as net from 'node:net';
+import Anthropic from '@anthropic-ai/sdk';
+import { startTestGateway, type TestGateway } from './helpers';
+
+// Every error a route answers comes in its provider's shape, so each SDK raises it readably;
+// an upstream nobody can connect to is told apart from one that broke after connecting.
+
+let t: TestGateway;
+let refusedPort: number;
+let resetServer: net.Server;
+let resetPort: number;
+
+async function freePort(): Promise<number> {
+  const s = net.createServer();
+  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
+  const port = (s.address() as net.AddressInfo).port;
+  await new Promise<void>((resolve) => s.close(() => resolve()));
+  return port;
+}
+
+beforeAll(async () => {
+  refusedPort = await freePort();
+  // Accepts, reads the request, then resets the connection before any status line.
+  resetServer = net.createServer((socket) => socket.once('data', () => socket.resetAndDestroy()));
+  await new Promise<void>((resolve) => resetServer.listen(0, '127.0.0.1', resolve));
+  resetPort = (resetServer.address() as net.AddressInfo).port;
+  t = await startTestGateway({
+    config: { retry: { maxAttempts: 1 }, upstream: { apiKey: 'sk-canary-0123456789' } },
+    routes: [
+      { path: '/v1/chat/completions', provider: 'openai' },
+      { path: '/v1/messages', provider: 'anthropic' },
+      { path: '/refused/v1/chat/completions', provider: 'openai', url: `http://user:pw-canary-123@127.0.0.1:${refusedPort}/v1/chat/completions` },
+      { path: '/refused/v1/messages', provider: 'anthropic', url: `http://127.0.0.1:${refusedPort}/v1/messages` },
+      { path: '/reset/v1/chat/completions', provider: 'openai', url: `http://127.0.0.1:${resetPort}/v1/chat/completions` },
+    ],
+  });
+});
+afterAll(async () => {
+  await t.close();
+  await new Promise<void>((resolve) => resetServer.close(() => resolve()));
+});
+
+async function call(path: string, init: RequestInit = {}): Promise<{ status: number; body: Record<string, unknown>; headers: Headers }> {
+  const res = await fetch(`${t.gateway.url}${path}`, { signal: AbortSignal.timeout(10_000), ...init });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown>, headers: res.headers };
+}
+
+const json = (body: unknown, extra: Record<string, string> = {}): RequestInit => ({ method: 'POST', headers: { 'content-type': 'application/json', ...extra }, body: JSON.stringify(body) });
+
+describe('errors in the route’s own shape', () => {
+  it('answers 404 under an Anthropic route in Anthropic’s shape', async () => {
+    const r = await call('/v1/messages/batches', json({}));
+    expect(r.status).toBe(404);
+    expect(r.body).toEqual({ type: 'error', error: { type: 'not_found_error', message: expect.stringContaining('no route for POST /v1/messages/batches'), code: 'ERR_TIDEGATE_NOT_FOUND' } });
+  });
+
+  it('answers 404 to a request carrying anthropic-version in Anthropic’s shape, wherever it goes', async () => {
+    const r = await call('/v1/nothing', { headers: { 'anthropic-version': '2023-06-01' } });
+    expect(r.status).toBe(404);
+    expect(r.body).toMatchObject({ type: 'error', error: { type: 'not_found_error' } });
+  });
+
+  it('answers 404 under /v1/ in OpenAI’s shape, naming the routes', async () => {
+    const r = await call('/v1/nothing');
+    expect(r.status).toBe(404);
+    expect(r.body).toEqual({ error: { message: expect.stringContaining('POST /v1/chat/completions'), type: 'tidegate_error', code: 'ERR_TIDEGATE_NOT_FOUND', param: null } });
+  });
+
+  it('the Anthropic SDK raises a 404 as NotFoundError with the gateway’s message', async () => {
+    const client = new Anthropic({ baseURL: `${t.gateway.url}/nowhere`, apiKey: 'k', maxRetries: 0 });
+    const err = await client.messages.create({ model: 'sim', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(Anthropic.NotFoundError);
+    expect((err as Error).message).toContain('no route for POST /nowhere/v1/messages');
+  });
+
+  it('answers 405 with Allow on a route’s path in its provider’s shape', async () => {
+    const anthropic = await call('/v1/messages');
+    expect(anthropic.status).toBe(405);
+    expect(anthropic.headers.get('allow')).toBe('POST');
+    expect(anthropic.body).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', code: 'ERR_TIDEGATE_METHOD_NOT_ALLOWED' } });
+    const openai = await call('/v1/chat/completions');
+    expect(openai.status).toBe(405);
+    expect(openai.body).toMatchObject({ error: { code: 'ERR_TIDEGATE_METHOD_NOT_ALLOWED', param: null } });
+  });
+
+  it('answers 400 for a body that is not JSON in Anthropic’s shape', async () => {
+    const r = await call('/v1/messages', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{nope' });
+    expect(r.status).toBe(400);
+    expect(r.body).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', code: 'ERR_TIDEGATE_BAD_REQUEST' } });
+  });
+
+  it('answers 415 for a body declared as another type, in each provider’s shape', async () => {
+    const anthropic = await call('/v1/messages', { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '{}' });
+    expect(anthropic.status).toBe(415);
+    expect(anthropic.body).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', code: 'ERR_TIDEGATE_UNSUPPORTED_MEDIA_TYPE' } });
+    const openai = await call('/v1/chat/completions', { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '{}' });
+    expect(openai.status).toBe(415);
+    expect(openai.body).toMatchObject({ error: { code: 'ERR_TIDEGATE_UNSUPPORTED_MEDIA_TYPE' } });
+  });
+});
+
+describe('an upstream that cannot be reached', () => {
+  it.each([true, false])('is ERR_TIDEGATE_UPSTREAM_UNREACHABLE (502) with errno and reason in the log line (stream: %s)', async (stream) => {
+    const r = await call('/refused/v1/chat/completions', json({ model: 'm', stream, messages: [{ role: 'user', content: 'hi' }] }));
+    expect(r.status).toBe(502);
+    expect(r.body).toMatchObject({ error: { code: 'ERR_TIDEGATE_UPSTREAM_UNREACHABLE', message: 'upstream for route /refused/v1/chat/completions unreachable (ECONNREFUSED)' } });
+    const line = t.logs.streams().at(-1) as Record<string, unknown>;
+    expect(line).toMatchObject({ route: '/refused/v1/chat/completions', outcome: 'upstream_unreachable', errorCode: 'ERR_TIDEGATE_UPSTREAM_UNREACHABLE', errno: 'ECONNREFUSED' });
+    expect(line.errorDetail).toEqual(expect.stringContaining('ECONNREFUSED'));
+    const logged = JSON.stringify(line);
+    for (const secret of ['sk-canary-0123456789', 'pw-canary-123']) expect(logged).not.toContain(secret);
+  });
+
+  it('is reported in Anthropic’s shape on an Anthropic route', async () => {
+    const r = await call('/refused/v1/messages', json({ model: 'm', max_tokens: 5, stream: true, messages: [{ role: 'user', content: 'hi' }] }));
+    expect(r.status).toBe(502);
+    expect(r.body).toMatchObject({ type: 'error', error: { type: 'api_error', code: 'ERR_TIDEGATE_UPSTREAM_UNREACHABLE' } });
+  });
+
+  it('stays ERR_TIDEGATE_UPSTREAM_RESET when the upstream connected and then reset', async () => {
+    const r = await call('/reset/v1/chat/completions', json({ model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] }));
+    expect(r.status).toBe(502);
+    expect(r.body).toMatchObject({ error: { code: 'ERR_TIDEGATE_UPSTREAM_RESET' } });
+    expect(t.logs.streams().at(-1)).toMatchObject({ outcome: 'upstream_reset', errno: 'ECONNRESET' });
+  });
+});
