@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isIP, type Socket } from 'node:net';
 import { TidegateError } from '../errors';
+import { credentialOf } from './credential';
 import { onServerClose } from '../http/node-hooks';
 import type { ProviderAdapter } from '../providers/types';
 import type { AdmissionLimits } from './config';
@@ -176,13 +177,13 @@ export function hasUnreadBody(req: IncomingMessage): boolean {
 
 /**
  * The key a client's streams are counted under:
- * - `key:<sha256 of the credential, 16 hex>` when it sends `Authorization: Bearer …` or
- *   `x-api-key` (the credential itself is never kept or logged);
+ * - `key:<sha256 of the credential, 16 hex>` when it sends one ({@link credentialOf}: a Bearer
+ *   token, `x-api-key`, another `Authorization`; the credential itself is never kept or logged);
  * - else `addr:<address>`: the right-most entry of `clientAddressHeader` when that is configured
  *   and holds an IP address (the entry the closest proxy appended), else the socket's peer.
  */
 export function clientKeyOf(req: IncomingMessage, clientAddressHeader?: string | undefined): string {
-  const credential = credentialOf(req);
+  const credential = credentialOf(req.headers);
   if (credential !== undefined) return `key:${createHash('sha256').update(credential).digest('hex').slice(0, 16)}`;
   return `addr:${clientAddressOf(req, clientAddressHeader)}`;
 }
@@ -196,15 +197,4 @@ export function clientAddressOf(req: IncomingMessage, clientAddressHeader?: stri
     if (last !== undefined && isIP(last) !== 0) return last;
   }
   return req.socket.remoteAddress ?? 'unknown';
-}
-
-function credentialOf(req: IncomingMessage): string | undefined {
-  const auth = req.headers.authorization;
-  if (auth !== undefined) {
-    const m = /^Bearer\s+(\S+)/i.exec(auth);
-    if (m) return m[1];
-  }
-  const key = req.headers['x-api-key'];
-  const k = Array.isArray(key) ? key[0] : key;
-  return k !== undefined && k !== '' ? k : undefined;
 }

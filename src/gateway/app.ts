@@ -4,7 +4,7 @@ import { playgroundEnabled } from '../playground/exposure';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import { ShutdownError } from '../errors';
 import type { ProviderAdapter } from '../providers/types';
-import { AdmissionError, closeAfterResponse, createAdmission, hasUnreadBody, type Admission } from './admission';
+import { AdmissionError, closeAfterResponse, createAdmission, hasUnreadBody, type Admission, type ReleaseStream } from './admission';
 import { resolveRoutes, type GatewayConfig, type ResolvedRoute } from './config';
 import { applyKernelBounds } from './kernel-bounds';
 import { createLogger, type Logger } from './logger';
@@ -41,7 +41,8 @@ export interface GatewayControl {
   /** `false` once draining started: `/readyz` answers 503 and new relay requests get 503. */
   readonly ready: boolean;
   /**
-   * Stops taking new streams, lets running ones finish for `graceMs`, then ends the rest with
+   * Stops taking new streams, cancels at once the resumable streams no reader reads (detached),
+   * lets running ones finish for `graceMs`, then ends the rest with
    * `ERR_TIDEGATE_SHUTDOWN` (in each client's protocol) and resolves once all have ended.
    */
   drain(graceMs: number): Promise<void>;
@@ -149,7 +150,15 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
       }
       const release = admission.admitStream(req);
       if (release instanceof AdmissionError) return admission.refuse(req, res, adapter, release);
-      res.once('close', release);
+      // A shared (resumable) stream takes the slot over from its first response (see holdSlot).
+      let held = false;
+      res.locals.holdSlot = (): ReleaseStream => {
+        held = true;
+        return release;
+      };
+      res.once('close', () => {
+        if (!held) release();
+      });
       next();
     };
     const readBody = (req: Request, res: Response, next: NextFunction): void => {
@@ -189,7 +198,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
       }
       // A resumable passthrough GET with one of its own event ids is a browser's EventSource coming back.
       const resumeFrom = route.resume !== undefined && req.method === 'GET' ? parseEventId(req.header('last-event-id')) : undefined;
-      if (resumeFrom !== undefined && resumeDeps !== undefined) return track(serveResume(req, res, resumeFrom.streamId, resumeDeps));
+      if (resumeFrom !== undefined && resumeDeps !== undefined) return track(serveResume(req, res, resumeFrom.streamId, resumeDeps, route.path));
       track(relay(req, res, {
         route: route as ResolvedRoute & { url: string },
         adapter,
@@ -202,6 +211,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
           return () => running.delete(abort);
         },
         resume,
+        holdSlot: res.locals.holdSlot as (() => ReleaseStream) | undefined,
       }));
     };
     for (const method of route.methods) {
@@ -232,7 +242,9 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
     async drain(graceMs: number) {
       ready = false;
       playground?.close();
-      logger.info('draining', { activeStreams: active, graceMs });
+      // Detached streams (no reader) are not waited for: nobody would read what they produce.
+      const cancelled = resume?.cancelDetached() ?? 0;
+      logger.info('draining', { activeStreams: active, graceMs, detachedCancelled: cancelled });
       const allDone = new Promise<void>((resolve) => (active === 0 ? resolve() : idle.push(resolve)));
       let timer: NodeJS.Timeout | undefined;
       const graceOver = new Promise<'grace'>((resolve) => (timer = setTimeout(() => resolve('grace'), graceMs)));

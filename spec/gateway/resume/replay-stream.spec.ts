@@ -36,11 +36,14 @@ function read(stream: ReplayStream, after = 0): { got: string[]; sub: FlowSubscr
 const ID = 'a'.repeat(32);
 
 describe('ReplayWindow', () => {
-  it('keeps the newest events within maxBytes, never past the floor', () => {
+  it('keeps maxBytes of history before the floor, and every event from the floor on', () => {
     const w = new ReplayWindow();
     for (let i = 0; i < 10; i++) w.append(Buffer.alloc(100));
     w.trim(350, 4);
-    expect([w.firstSeq, w.lastSeq, w.bytes]).toEqual([4, 10, 700]);
+    expect([w.firstSeq, w.lastSeq, w.bytes]).toEqual([1, 10, 1000]);
+    w.trim(150, 4);
+    expect([w.firstSeq, w.lastSeq, w.bytes]).toEqual([3, 10, 800]);
+    expect(w.bytesBefore(4)).toBe(100);
     w.trim(350, Infinity);
     expect([w.firstSeq, w.bytes]).toEqual([8, 300]);
     expect(w.bytesAfter(8)).toBe(200);

@@ -112,6 +112,19 @@ describe('resume (memory store)', () => {
     expect(alice.events.length).toBe(first.events.length);
   });
 
+  it('takes one credential in either header: a stream started with Bearer K resumes with x-api-key K', async () => {
+    const first = await readSse(`${t.gateway.url}/resume/v1/chat/completions`, { body: chat(), headers: { authorization: 'Bearer carol' } });
+    const streamId = String(first.headers['x-tidegate-stream-id']);
+    await first.ended;
+    const byKey = await readSse(`${t.gateway.url}/v1/streams/${streamId}`, { headers: { 'x-api-key': 'carol' } });
+    await byKey.ended;
+    expect(byKey.status).toBe(200);
+    expect(byKey.events.length).toBe(first.events.length);
+    const other = await readSse(`${t.gateway.url}/v1/streams/${streamId}`, { headers: { 'x-api-key': 'Bearer carol' } });
+    await other.ended;
+    expect(other.status).toBe(403);
+  });
+
   it('refuses in the Anthropic error shape on an Anthropic route, and replays its message_stop', async () => {
     const body = { model: 'sim-claude', max_tokens: 200, stream: true, messages: [{ role: 'user', content: 'hi' }] };
     const first = await readSse(`${t.gateway.url}/resume/v1/messages`, { body, headers: { 'x-api-key': 'alice' } });

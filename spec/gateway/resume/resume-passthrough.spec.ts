@@ -34,7 +34,10 @@ describe('resume on a passthrough GET route', () => {
       port: 0,
       upstream: { url: 'http://127.0.0.1:1' },
       stream: { heartbeatMs: 0 },
-      routes: [{ path: '/events', provider: 'passthrough', url: `${upstream.url}/sse`, terminator: { event: 'end' }, resume: { lingerMs: 2000 } }],
+      routes: [
+        { path: '/events', provider: 'passthrough', url: `${upstream.url}/sse`, terminator: { event: 'end' }, resume: { lingerMs: 2000 } },
+        { path: '/other', provider: 'passthrough', url: `${upstream.url}/sse`, terminator: { event: 'end' }, resume: { lingerMs: 2000 } },
+      ],
     });
     gw = await startGateway(config, { logger: createLogger({ transports: [new CaptureTransport()] }) });
   });
@@ -66,5 +69,22 @@ describe('resume on a passthrough GET route', () => {
     await fresh.ended;
     expect(upstreamRequests).toBe(before + 1);
     expect(fresh.events[0]!.data).toBe('tick 1');
+  });
+
+  it("answers 404 on a route's own URL for another route's stream, which /v1/streams/{id} serves", async () => {
+    const first = await readSse(`${gw.url}/events`);
+    const streamId = String(first.headers['x-tidegate-stream-id']);
+    await first.atLeast(3);
+    const last = first.events[2]!.lastEventId;
+    const before = upstreamRequests;
+    const elsewhere = await readSse(`${gw.url}/other`, { headers: { 'last-event-id': last } });
+    await elsewhere.ended;
+    expect(elsewhere.status).toBe(404);
+    expect(upstreamRequests).toBe(before);
+    const anywhere = await readSse(`${gw.url}/v1/streams/${streamId}`, { headers: { 'last-event-id': last } });
+    await anywhere.ended;
+    expect(anywhere.status).toBe(200);
+    expect(seqs(anywhere.events, streamId)[0]).toBe(4);
+    await first.ended;
   });
 });

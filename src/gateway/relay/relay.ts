@@ -31,6 +31,13 @@ export interface RelayOptions {
   register(abort: (reason: unknown) => void): () => void;
   /** The gateway's resume side; with it, a route with `resume` shares each stream for later readers. */
   resume?: ResumeService | undefined;
+  /**
+   * Takes over the request's admission slot (otherwise released when its response closes) and
+   * returns its release: a shared stream holds the slot until the stream itself ends (completed,
+   * failed, cancelled after `lingerMs`), so detached streams count against `limits.maxStreams`
+   * and `maxStreamsPerClient`.
+   */
+  holdSlot?: (() => () => void) | undefined;
 }
 
 /**
@@ -72,6 +79,8 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
     // Resumable: the first client reads the shared stream like any later one; the stream (and
     // this request's lifetime: its timeouts, the shutdown) lasts until no reader comes back.
     const shared = options.resume.share(stream.streamId, flow, { ...route, resume: route.resume }, req);
+    const releaseSlot = options.holdSlot?.();
+    if (releaseSlot !== undefined) void shared.done.finally(releaseSlot);
     const onAbort = (): void => shared.abort(stream.signal.reason);
     if (stream.signal.aborted) onAbort();
     stream.signal.addEventListener('abort', onAbort);

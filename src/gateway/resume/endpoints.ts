@@ -27,8 +27,9 @@ export interface ResumeEndpointDeps {
 
 /**
  * Serves one resume: `GET /v1/streams/{streamId}` with `Last-Event-ID: <streamId>:<seq>` or
- * `?after=<seq>` (neither: from the first event), or a resumable passthrough route's own URL with
- * that `Last-Event-ID`. Replays every event after `seq` from the stream's log, then follows it
+ * `?after=<seq>` (neither: from the first event), any route's stream; or a resumable passthrough
+ * route's own URL (`ownRoute`, its path) with that `Last-Event-ID`, only a stream that route
+ * started (another route's stream is 404 there). Replays every event after `seq` from the stream's log, then follows it
  * live, and ends as the original ends (its terminator, or its error event in the route's
  * protocol). Refusals come before any header, in the route's error shape: 404 unknown or expired
  * stream, 403 another credential, 400 an event this stream never sent, 410
@@ -36,13 +37,15 @@ export interface ResumeEndpointDeps {
  *
  * Resolves when the resumed response ended.
  */
-export async function serveResume(req: Request, res: Response, streamId: string, deps: ResumeEndpointDeps): Promise<void> {
+export async function serveResume(req: Request, res: Response, streamId: string, deps: ResumeEndpointDeps, ownRoute?: string): Promise<void> {
   const { service, logger } = deps;
-  let errorShape: Pick<ProviderAdapter, 'sendHttpError'> = deps.fallback;
+  let errorShape: Pick<ProviderAdapter, 'sendHttpError'> = ownRoute === undefined ? deps.fallback : deps.adapterOf(ownRoute);
   let routePath = '';
   try {
     const stored = isStreamId(streamId) ? await service.find(streamId) : undefined;
     if (stored === undefined) throw new StreamNotFoundError();
+    // A route's own URL resumes only the streams it started.
+    if (ownRoute !== undefined && stored.meta.routePath !== ownRoute) throw new StreamNotFoundError();
     routePath = stored.meta.routePath;
     const route = deps.routeOf(routePath);
     if (route === undefined) throw new StreamNotFoundError();

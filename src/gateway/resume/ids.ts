@@ -1,5 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
+import { credentialOf } from '../credential';
 
 /** Random bytes of a stream id: 128 bits, so ids cannot be guessed. */
 const STREAM_ID_BYTES = 16;
@@ -35,13 +36,15 @@ export function parseEventId(value: string | undefined): { streamId: string; seq
 }
 
 /**
- * A SHA-256 hash (hex) of the client credential a request carries (`Authorization`, `x-api-key`),
- * `''` when it carries none. Only the hash is kept with a stream, never the credential.
+ * A SHA-256 hash (hex) of the client credential a request carries ({@link credentialOf}: the
+ * Bearer token of `Authorization`, else `x-api-key`), `''` when it carries none. The value is
+ * hashed, not the header: `Authorization: Bearer K` and `x-api-key: K` are one credential. Only
+ * the hash is kept with a stream, never the credential.
  */
 export function credentialHash(headers: IncomingHttpHeaders): string {
-  const parts = [headers.authorization, headers['x-api-key']].map((v) => (Array.isArray(v) ? v.join(',') : (v ?? '')));
-  if (parts.every((p) => p === '')) return '';
-  return createHash('sha256').update(parts.join('\n')).digest('hex');
+  const credential = credentialOf(headers);
+  if (credential === undefined) return '';
+  return createHash('sha256').update(credential).digest('hex');
 }
 
 /** True when `presented` (a {@link credentialHash}) matches the stream's; a stream started without a credential admits any. */

@@ -83,6 +83,12 @@ export class MemoryResumeStore implements ResumeStore {
     return n;
   }
 
+  cancelDetached(): number {
+    let n = 0;
+    for (const h of [...this.held.values()]) if (h.stream.cancelIfDetached()) n++;
+    return n;
+  }
+
   async close(): Promise<void> {
     for (const id of [...this.held.keys()]) this.drop(id);
   }

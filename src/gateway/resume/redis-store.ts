@@ -106,6 +106,10 @@ export class RedisResumeStore implements ResumeStore {
     return this.local.logBytes();
   }
 
+  cancelDetached(): number {
+    return this.local.cancelDetached();
+  }
+
   detachedStreams(): number {
     return this.local.detachedStreams();
   }

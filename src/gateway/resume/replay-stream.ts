@@ -14,7 +14,12 @@ export type ReplayTerminal = { readonly kind: 'complete' } | { readonly kind: 'e
 export interface ReplayStreamOptions {
   /** Written into every event's `id:` as `<streamId>:<seq>`. */
   streamId: string;
-  /** Bytes of history kept for late readers, and how far the producer may run ahead of its slowest attached reader. */
+  /**
+   * Bytes of history kept for late and returning readers (events every reader already took),
+   * and, apart from it, how far the producer may run ahead of its slowest attached reader or,
+   * detached, of the last event a reader took: a stream holds at most 2 × `windowBytes` plus
+   * one event.
+   */
   windowBytes: number;
   /** With no attached reader, the upstream is kept this long, then cancelled, ms. */
   lingerMs: number;
@@ -44,8 +49,11 @@ export interface ReplayStreamOptions {
  * bytes after the last event any reader took stay under `windowBytes`, then none (the upstream
  * is paused and TCP pushes back on the model); and after `lingerMs` without a reader, `cancel()`.
  *
- * Discard: the window keeps `windowBytes` of history (plus the events an attached reader has not
- * taken, at most one event beyond the window); on cancel or {@link release} it is dropped.
+ * Discard: the window keeps `windowBytes` of history (the events before the oldest one some
+ * reader still needs: every attached reader's next, or, detached, the one after the last taken)
+ * apart from the read-ahead after it (at most `windowBytes` plus one event), so the events a
+ * client had in flight when it dropped stay in the history while they are within `windowBytes`
+ * of the last event taken; on cancel or {@link release} it is dropped.
  */
 export class ReplayStream implements Subscriber<BridgeElement> {
   readonly window = new ReplayWindow();
@@ -150,6 +158,17 @@ export class ReplayStream implements Subscriber<BridgeElement> {
    */
   cancelIfUnread(): void {
     if (!this.connected && this.terminal === undefined) this.end({ kind: 'cancelled' });
+  }
+
+  /**
+   * Cancels the upstream at once when the stream is detached (no reader here or on another
+   * instance), without waiting for `lingerMs`: a shutdown does not wait for streams nobody reads.
+   * Returns whether it cancelled.
+   */
+  cancelIfDetached(): boolean {
+    if (!this.detached) return false;
+    this.cancelUpstream();
+    return true;
   }
 
   /** Drops the log (the store evicted it or its retention ended). */

@@ -61,6 +61,11 @@ export class ResumeService {
     return (await this.memory.find(streamId)) ?? (await this.options.redis?.find(streamId));
   }
 
+  /** Cancels at once every stream produced here that no reader reads (shutdown); returns how many. */
+  cancelDetached(): number {
+    return this.stores().reduce((n, s) => n + s.cancelDetached(), 0);
+  }
+
   /** Drops every log and closes the shared store's connections. */
   async close(): Promise<void> {
     await this.memory.close();

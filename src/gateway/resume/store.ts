@@ -40,6 +40,8 @@ export interface ResumeStore {
   logBytes(): number;
   /** Streams produced here with no reader attached, lingering. */
   detachedStreams(): number;
+  /** Cancels at once every stream produced here with no reader attached (shutdown); returns how many. */
+  cancelDetached(): number;
   /** Drops every log and releases connections and timers. */
   close(): Promise<void>;
 }

@@ -4,7 +4,8 @@
  * bytes rather than elements.
  *
  * Held: each kept event's bytes (counted in {@link bytes}). Trimmed oldest first by
- * {@link trim}, never at or past a floor its owner names (an event some reader still needs).
+ * {@link trim} down to a byte budget of history (the events before a floor its owner names);
+ * the floor and later events (some reader still needs them) are never trimmed.
  */
 export class ReplayWindow {
   private entries: Buffer[] = [];
@@ -56,11 +57,13 @@ export class ReplayWindow {
   }
 
   /**
-   * Drops the oldest events while more than `maxBytes` are kept, never event `floorSeq` or a
-   * later one (so the window may exceed `maxBytes` by the events a reader still needs).
+   * Drops the oldest events while the events before `floorSeq` (the history: events every
+   * reader already took) hold more than `maxBytes`. Event `floorSeq` and later ones are never
+   * dropped, whatever their size: the window holds at most `maxBytes` of history plus the events
+   * from `floorSeq` on, which its owner bounds.
    */
   trim(maxBytes: number, floorSeq: number): void {
-    while (this.kept > maxBytes && this.first < floorSeq && this.head < this.entries.length) {
+    while (this.first < floorSeq && this.head < this.entries.length && this.bytesBefore(floorSeq) > maxBytes) {
       this.kept -= (this.entries[this.head] as Buffer).length;
       this.trimmedEnd = this.ends[this.head] as number;
       this.entries[this.head] = EMPTY;
@@ -73,6 +76,13 @@ export class ReplayWindow {
       this.ends = this.ends.slice(this.head);
       this.head = 0;
     }
+  }
+
+  /** Bytes of the kept events before event `seq`. */
+  bytesBefore(seq: number): number {
+    const last = Math.min(seq - 1, this.lastSeq);
+    if (last < this.first) return 0;
+    return (this.ends[this.head + last - this.first] as number) - this.trimmedEnd;
   }
 
   /** Drops every event (the stream's log is given up). */
