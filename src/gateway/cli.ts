@@ -18,6 +18,7 @@ const USAGE = `Usage: tidegate [options]
   --relay bytes|events       forward the upstream's event bytes (default) or decode and re-encode each event
   --heartbeat-ms N           ": ping" after N ms of silence (default 15000)
   --shutdown-grace-ms N      on SIGTERM, let streams finish for N ms (default 10000)
+  --cors-origin ORIGIN       let pages on ORIGIN call the gateway (repeatable, * for any; also TIDEGATE_CORS_ORIGINS=a,b)
   --debug-streams            serve GET /debug/streams: each live stream's demand and buffers
   --playground               serve /playground on any address (default: only on a loopback host)
   -h, --help                 this text
@@ -58,6 +59,7 @@ async function main(): Promise<void> {
       'stream.relay': values.relay,
       'stream.heartbeatMs': num('heartbeat-ms', values['heartbeat-ms']),
       'shutdown.graceMs': num('shutdown-grace-ms', values['shutdown-grace-ms']),
+      'cors.origins': values['cors-origin'],
       'debug.streams': values['debug-streams'] ? true : undefined,
       'playground.enabled': values.playground ? true : undefined,
     },
@@ -99,6 +101,7 @@ function parseFlags() {
         relay: { type: 'string' },
         'heartbeat-ms': { type: 'string' },
         'shutdown-grace-ms': { type: 'string' },
+        'cors-origin': { type: 'string', multiple: true },
         'debug-streams': { type: 'boolean' },
         playground: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { DEFAULT_MAX_BODY_BYTES } from '../../http/errors';
+import { corsSchema } from './cors';
 import { int } from './fields';
 import { limitsSchema } from './limits';
 import { redisSchema, resumeStoreSchema } from '../resume/settings';
@@ -68,6 +69,8 @@ export const configSchema = z
       })
       .strict()
       .prefault({}),
+    /** Browser origins allowed to call the gateway (off by default; docs/gateway.md, "Browsers and CORS"). */
+    cors: corsSchema,
     debug: z
       .object({
         /**
