@@ -60,7 +60,7 @@ const P = QUICK
       setup: { ratesPerS: [500], openForMs: 500, streamMs: 250, settleMaxMs: 4000, eventBytes: 150 },
       map: { streams: 10, cellMs: 800, producers: [2000, 50000], consumers: ['stalled', 65536, 'fast'], stallTimeoutMs: 500 },
       micro: { elements: 200000, runs: 3 },
-      resume: { streams: 20, rate: 200, eventBytes: 150, durationMs: 2000, dropAfterMaxMs: 1000, awayMs: 100, windowBytes: 1 << 20, lingerMs: 5000, maxMs: 15000 },
+      resume: { streams: 20, rate: 200, eventBytes: 150, durationMs: 2000, awayMs: 100, windowBytes: 1 << 20, lingerMs: 5000, maxMs: 15000 },
     }
   : {
       s1: { clients: 200, rate: 10000, eventBytes: 100, durationMs: 20000, slowBps: 2048, stallTimeoutMs: 90000, stallSlackMs: 10000, drainMs: 3000, maxDrainMs: 120000, drainIdleMs: 30000, lateMs: 15000, snapshotsAt: [0.2, 0.4, 0.6, 1] },
@@ -71,7 +71,7 @@ const P = QUICK
       setup: { ratesPerS: [250, 500, 1000], openForMs: 2000, streamMs: 250, settleMaxMs: 15000, eventBytes: 150 },
       map: { streams: 20, cellMs: 4000, producers: [500, 2000, 10000, 50000], consumers: ['stalled', 4096, 65536, 1048576, 'fast'], stallTimeoutMs: 1500 },
       micro: { elements: 1000000, runs: 5 },
-      resume: { streams: 200, rate: 100, eventBytes: 150, durationMs: 10000, dropAfterMaxMs: 8000, awayMs: 500, windowBytes: 1 << 20, lingerMs: 30000, maxMs: 60000 },
+      resume: { streams: 200, rate: 100, eventBytes: 150, durationMs: 10000, awayMs: 500, windowBytes: 1 << 20, lingerMs: 30000, maxMs: 60000 },
     };
 
 // BENCH_PARAMS='{"s2":{"bytesPerStream":33554432}}' overrides fields (profiling runs).

@@ -1,9 +1,9 @@
 'use strict';
 // Clients of the resume scenario (run inside the load generator): each POSTs a stream, reads its
 // events (`id: <streamId>:<seq>`, content numbered `[n=<k>]` by the fake upstream), drops the
-// connection at its own random moment, and at a common moment resumes with
-// `GET /v1/streams/{streamId}` and `Last-Event-ID`, on the first gateway or (every other client)
-// the second, then reads to the end. Every wait is bounded by spec.maxMs.
+// connection after its own random number of events, and once every client has dropped (or
+// ended) all resume with `GET /v1/streams/{streamId}` and `Last-Event-ID`, on the first gateway
+// or (every other client) the second, then read to the end. Every wait is bounded by spec.maxMs.
 const http = require('node:http');
 const { performance } = require('node:perf_hooks');
 
@@ -42,11 +42,13 @@ class ResumeClient {
     this.resumeStatus = 0;
     this.replayMs = null;
     this.req = null;
+    this.dropAfter = spec.dropAfterEvents[i];
   }
 
   onEvent(ev) {
     if (ev.id) this.lastId = ev.id;
     if (ev.data === '[DONE]') this.done = true;
+    if (!this.dropped && !this.resumed && this.seqs.length + 1 >= this.dropAfter && /\[n=\d+\]/.test(ev.data)) setImmediate(() => this.drop());
     else if (/"error"/.test(ev.data) && !/\[n=\d+\]/.test(ev.data)) this.error = this.error || ev.data.slice(0, 200);
     const m = /\[n=(\d+)\]/.exec(ev.data);
     if (m) this.seqs.push(Number(m[1]));
@@ -73,7 +75,7 @@ class ResumeClient {
   }
 
   drop() {
-    if (this.done || this.error) return;
+    if (this.done || this.error || this.dropped) return;
     this.dropped = true;
     this.req.destroy();
   }
@@ -130,17 +132,17 @@ function missing(set) {
 }
 
 /**
- * Runs spec.streams clients: starts them, drops each at spec.dropAtMs[i] after the start, calls
- * `beforeResume()` (the bench samples the detached gateway then) at spec.resumeAtMs, resumes
- * every dropped client, and waits for all to end (at most spec.maxMs in all).
+ * Runs spec.streams clients: starts them; each drops after spec.dropAfterEvents[i] events. Once
+ * all have dropped or ended (at most spec.maxMs / 2), calls `beforeResume()` (the bench samples
+ * the detached gateway then), resumes every dropped client, and waits for all to end (at most
+ * spec.maxMs in all).
  */
 async function runResume(spec, beforeResume) {
   const t0 = Date.now();
   const clients = Array.from({ length: spec.streams }, (_, i) => new ResumeClient(spec, i));
   await Promise.all(clients.map((c) => c.start()));
-  const drops = clients.map((c, i) => setTimeout(() => c.drop(), Math.max(0, spec.dropAtMs[i] - (Date.now() - t0))));
-  await new Promise((r) => setTimeout(r, Math.max(0, spec.resumeAtMs - (Date.now() - t0))));
-  drops.forEach(clearTimeout);
+  while (Date.now() - t0 < spec.maxMs / 2 && clients.some((c) => !c.dropped && !c.done && !c.error)) await new Promise((r) => setTimeout(r, 50));
+  await new Promise((r) => setTimeout(r, spec.awayMs || 0));
   await beforeResume();
   const left = Math.max(1000, spec.maxMs - (Date.now() - t0));
   await Promise.all(clients.map((c, i) => c.resume(spec.ports[i % spec.ports.length], left)));

@@ -325,7 +325,7 @@ function resumeSection(res, out) {
   out.push('### Resume', '', runLine(res, 'RESUME'), '');
   if (R.error) return out.push(`RESUME failed: ${esc(R.error)}`, '');
   const p = res.params.resume;
-  out.push(`${p.streams} streams on the OpenAI route with \`resume\` on; each client drops at a seeded random moment in its first ${p.dropAfterMaxMs / 1000} s, and all resume together with \`Last-Event-ID\` (every other one on a second instance when the Redis store runs). Lost and duplicated events are counted against the upstream's numbered events; RSS is taken while every stream is detached.`, '');
+  out.push(`${p.streams} streams on the OpenAI route with \`resume\` on; each client drops after a seeded random number of events (within the first 80% of its stream), and once all have dropped they resume together with \`Last-Event-ID\` (every other one on a second instance when the Redis store runs). Lost and duplicated events are counted against the upstream's numbered events; RSS is taken while every stream is detached.`, '');
   out.push(
     mdTable(
       ['system', 'streams', 'resumed', 'on the other instance', 'events lost', 'events duplicated', 'reconnect → first replayed event p99', 'gateway RSS per detached stream', 'window', 'Redis per stream'],

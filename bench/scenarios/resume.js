@@ -1,7 +1,7 @@
 'use strict';
 // RESUME: clients drop mid-stream and resume. Each of `streams` clients POSTs a stream to the
-// OpenAI route (resume on, the fake upstream numbering its events), drops its connection at a
-// random moment, and at a common moment (all are detached then) resumes with
+// OpenAI route (resume on, the fake upstream numbering its events), drops its connection after a
+// random number of events, and once all have dropped (all are detached then) resumes with
 // `GET /v1/streams/{id}` and `Last-Event-ID`, every other one on a second gateway instance when
 // the build has the Redis store and `redis-server` is installed. Measures events lost and
 // duplicated, reconnect → first replayed event, and the gateway's RSS per detached stream.
@@ -86,10 +86,11 @@ async function run(hn) {
     await hn.upCtl('/_config', { rate: p.rate, eventBytes: p.eventBytes, durationMs: p.durationMs, maxBytes: 1 << 30, ts: false, tickMs: 10, seq: true });
     handles.push(await hn.startTarget(target));
     if (redis) handles.push(await hn.startTarget(target));
+    // Each client drops after a seeded random number of events, within the first 80% of its stream.
     const rnd = mulberry32(42);
-    const dropAtMs = Array.from({ length: p.streams }, () => 200 + Math.floor(rnd() * (p.dropAfterMaxMs - 200)));
-    const resumeAtMs = p.dropAfterMaxMs + p.awayMs;
-    const spec = { ports: handles.map((h) => h.port), path: '/v1/chat/completions', streams: p.streams, dropAtMs, resumeAtMs, maxMs: p.maxMs, tagPrefix: 'rs-', sampleMs: 300 };
+    const events = Math.floor((p.rate * p.durationMs) / 1000);
+    const dropAfterEvents = Array.from({ length: p.streams }, () => 1 + Math.floor(rnd() * Math.max(1, 0.8 * events - 1)));
+    const spec = { ports: handles.map((h) => h.port), path: '/v1/chat/completions', streams: p.streams, dropAfterEvents, awayMs: p.awayMs, maxMs: p.maxMs, tagPrefix: 'rs-', sampleMs: 300 };
     let detachedRssMb = null;
     let redisDetached = null;
     const redisIdle = redis ? await redisUsedMemory(redis.url) : null;

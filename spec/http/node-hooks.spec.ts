@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import fetch from 'node-fetch';
-import { bodyIsResponse, CallSignal, onServerClose, setReadCall, upstreamAgent, withClientRequest } from '../../src/http/node-hooks';
+import { bodyIsResponse, CallSignal, muteBodyCallbacks, onServerClose, readBeingParsed, setReadCall, upstreamAgent, withClientRequest } from '../../src/http/node-hooks';
 
 // These specs pin what tidegate relies on inside Node and node-fetch. A failure here after an
 // upgrade means a hook in src/http/node-hooks.ts no longer holds: fix the hook, not the spec.
@@ -62,6 +62,27 @@ describe('Node and node-fetch internals the upstream client relies on', () => {
     // Sized reads of 1 KiB: no chunk larger, and so at least 64 of them.
     expect(Math.max(...sizes)).toBeLessThanOrEqual(1024);
     expect(sizes.length).toBeGreaterThanOrEqual(64);
+  });
+
+  it("Node's HTTP parser frames a body to its end without a body callback, and gets it back for the next message", async () => {
+    const pushed: number[] = [];
+    let parsedRead: Buffer | undefined;
+    const first = await send((req) =>
+      req.once('response', (res: http.IncomingMessage) => {
+        // A view of the shared read buffer: copied, the next read reuses it.
+        const read = res.socket === null ? undefined : readBeingParsed(res.socket);
+        parsedRead = read === undefined ? undefined : Buffer.from(read);
+        expect(muteBodyCallbacks(res)).toBeDefined();
+        res.on('data', (chunk: Buffer) => pushed.push(chunk.length));
+      }),
+    );
+    // The 64 KiB body went through the parser unseen, and the response still ended.
+    expect((await first.buffer()).length).toBe(0);
+    expect(pushed).toEqual([]);
+    expect(parsedRead?.toString('latin1', 0, 8)).toBe('HTTP/1.1');
+    // The next message on the kept-alive socket (and its parser) gets its body again.
+    const second = await send(() => undefined);
+    expect((await second.buffer()).length).toBe(64 * 1024);
   });
 
   it('node-fetch takes a CallSignal as its signal: aborting it closes the upstream connection', async () => {

@@ -156,11 +156,14 @@ export class SseSession implements Subscription {
     const seed = this.lastEventId;
     const tap: BodyTap = { body: undefined, ended: false, drainEnded: undefined };
     this.tap = tap;
-    const bytes = tapBytes(response.body(), () => this.touch(gen), seed, tap);
+    const bytes = tapBytes(response.body(), () => this.touch(gen), tap);
     const events = bytes.pipe(
       sseDecode({
         maxLineBytes: this.options.maxLineBytes,
         maxEventBytes: this.options.maxEventBytes,
+        // The new connection's events carry the resumed ID until the server sends another, as
+        // browsers' EventSource keeps its last event ID string across reconnects.
+        lastEventId: seed,
         // Like the events: nothing of a connection reaches the user once it was released
         // (a reconnect, the terminal event, a cancel), even from the rest of a chunk in hand.
         onRetry: (ms) => {

@@ -7,6 +7,7 @@ import type { ProviderAdapter } from '../providers/types';
 import { AdmissionError, closeAfterResponse, createAdmission, hasUnreadBody, type Admission } from './admission';
 import { resolveRoutes, type GatewayConfig, type ResolvedRoute } from './config';
 import { corsMiddleware } from './cors';
+import { applyKernelBounds } from './kernel-bounds';
 import { createLogger, type Logger } from './logger';
 import { GatewayMetrics, type StreamSnapshot } from './metrics';
 import { relay, type StreamPolicyFn } from './relay/relay';
@@ -65,6 +66,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
   const logger = deps.logger ?? createLogger();
   const metrics = deps.metrics ?? new GatewayMetrics();
   const routes = resolveRoutes(config, deps.upstreamUrl ?? config.upstream.url);
+  applyKernelBounds(config, routes, logger);
   const shutdown = new AbortController();
   // Every running stream listens for shutdown; the default limit of 10 would warn of a leak.
   setMaxListeners(0, shutdown.signal);

@@ -11,6 +11,7 @@ import { fromReadable } from '../flow/sources/readable';
 import type { FlowContext, Subscriber } from '../flow/types';
 import { readBounded } from './read-bounded';
 import { DEFAULT_MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES, UpstreamBodyTooLargeError, UpstreamResetError, UpstreamUnreachableError, UNREACHABLE_ERRNOS } from './errors';
+import { bypassBodyCallbacks } from './body-bypass';
 import { bodyIsResponse, callAgent, CallSignal, expectRedirect, readCallOf, setReadCall, withClientRequest, type SizedReadCall } from './node-hooks';
 
 /** Default time to first byte of the upstream body, ms: models think before they speak. */
@@ -165,13 +166,16 @@ export class UpstreamCall implements SizedReadCall {
       const sized = this.request.readBytes !== undefined && !(socket as Partial<TLSSocket>).encrypted;
       const observed = this.request.onRead !== undefined;
       if (sized) setReadCall(socket, this);
-      // After the HTTP parser's own 'data' listener: the bytes are in the response by then.
-      if (observed) socket.on('data', this.onSocketData);
-      if (!sized && !observed) return;
+      // One push per socket read instead of one per HTTP chunk; it calls onRead once pushed.
+      const bypassed = bypassBodyCallbacks(res, this.request.method ?? 'POST', observed ? this.onSocketData : undefined);
+      // Else after the HTTP parser's own 'data' listener: the bytes are in the response by then.
+      const listening = observed && !bypassed;
+      if (listening) socket.on('data', this.onSocketData);
+      if (!sized && !listening) return;
       // The socket outlives the response (keep-alive): both go once the response is over.
       const off = (): void => {
         if (readCallOf(socket) === this) setReadCall(socket, undefined);
-        if (observed) socket.off('data', this.onSocketData);
+        if (listening) socket.off('data', this.onSocketData);
       };
       res.once('end', off);
       res.once('close', off);

@@ -8,6 +8,7 @@
  * | net `onread` (shared buffer, sized per call) | `net.Socket` option `onread: { buffer(), callback }` | pause stops reading at once; read sizes follow the budget |
  * | `http.Agent#addRequest` wrapper | node-fetch creates its `ClientRequest` synchronously in `fetch()` and hands it to `agent.addRequest(req, options)` | the call sees its `ClientRequest` (connect timer, response, socket) |
  * | `IncomingMessage#pipe` once | node-fetch 2 makes its body `res.pipe(new PassThrough())` | the body is the `IncomingMessage` itself (one stream less per call) |
+ * | parser body callback off ({@link muteBodyCallbacks}, used by `body-bypass.ts`) | Node's HTTP parser looks its `kOnBody` callback up per chunk and skips a non-function; `kOnHeadersComplete` starts every message | a body costs one push per socket read, not one native copy and JS call per HTTP chunk |
  * | `CallSignal` | node-fetch 2 accepts a signal whose constructor is named `AbortSignal` and uses `aborted`, `add/removeEventListener('abort')` | an abort signal of under 100 bytes per call |
  * | `socketFd` | `net.Socket#_handle.fd` (a TLS socket's: `_handle._parent.fd`) | the descriptor the socket options addon works on |
  * | `createConnection` on the upstream agents | `http.Agent` opens each socket through its `createConnection(options, callback)` | the upstream socket's receive buffer is bounded before the request is written |
@@ -17,8 +18,8 @@
  *
  * The interface to the rest of the code: {@link upstreamAgent}, {@link callAgent}, {@link withClientRequest},
  * {@link expectRedirect}, {@link setReadCall} / {@link readCallOf}, {@link bodyIsResponse},
- * {@link CallSignal}, {@link onServerClose}, {@link socketFd}, {@link setUpstreamReceiveBytes}
- * and the read-size constants.
+ * {@link setReadHook}, {@link readBeingParsed}, {@link muteBodyCallbacks}, {@link CallSignal},
+ * {@link onServerClose}, {@link socketFd}, {@link setUpstreamReceiveBytes}, the read sizes.
  */
 import http from 'node:http';
 import https from 'node:https';
@@ -78,7 +79,14 @@ let lastReadSocket: ReadSized | undefined;
  */
 function onUpstreamRead(this: Socket, nread: number, buffer: Uint8Array): boolean {
   lastReadSocket = this;
-  this.emit('data', Buffer.from(buffer.buffer, buffer.byteOffset, nread));
+  const bytes = Buffer.from(buffer.buffer, buffer.byteOffset, nread);
+  (this as Hooked)[kReadHook]?.beforeParse(bytes);
+  readingSocket = this;
+  readingBytes = bytes;
+  this.emit('data', bytes);
+  readingSocket = readingBytes = undefined;
+  // Also a hook set inside this read (at its response's head).
+  (this as Hooked)[kReadHook]?.afterParse();
   return true;
 }
 
@@ -180,12 +188,22 @@ export function socketFd(socket: Socket): number | undefined {
   return typeof fd === 'number' && fd >= 0 ? fd : undefined;
 }
 
+/** Default `SO_RCVBUF` of upstream sockets, bytes (see {@link setUpstreamReceiveBytes}). */
+export const DEFAULT_UPSTREAM_RECEIVE_BYTES = 64 * 1024;
+/**
+ * Smallest useful `SO_RCVBUF` of an upstream socket, bytes: below it the window is under half a
+ * loopback segment (64 KiB MSS) and the sender waits on TCP's persist timer (16 KiB read 1.2 MB
+ * in 8 s where 32 KiB read 4 MB in 0.2 s).
+ */
+export const MIN_UPSTREAM_RECEIVE_BYTES = 32 * 1024;
 /** `SO_RCVBUF` for new upstream sockets, bytes; 0 leaves the kernel's autotuning. */
-let upstreamReceiveBytes = 0;
+let upstreamReceiveBytes = DEFAULT_UPSTREAM_RECEIVE_BYTES;
 
 /**
- * Bounds the kernel's receive queue of every upstream socket opened from now on (`SO_RCVBUF`,
- * bytes; 0, the default, leaves the kernel's autotuning, up to `net.ipv4.tcp_rmem`'s maximum).
+ * Bounds the kernel's receive queue of every upstream socket opened from now on, process-wide
+ * (`SO_RCVBUF`, bytes; default {@link DEFAULT_UPSTREAM_RECEIVE_BYTES}; 0 leaves the kernel's
+ * autotuning, up to `net.ipv4.tcp_rmem`'s maximum; a value under {@link MIN_UPSTREAM_RECEIVE_BYTES}
+ * is raised to it).
  * A paused upstream then leaves at most about this much unread in the kernel (Linux counts
  * the buffer twice over for its own overhead). Set when the socket connects, before the request
  * is written, so the upstream sends nothing before it holds; the window scale was already
@@ -193,7 +211,7 @@ let upstreamReceiveBytes = 0;
  * (see `socket-options.ts`); without it this does nothing.
  */
 export function setUpstreamReceiveBytes(bytes: number): void {
-  upstreamReceiveBytes = Math.max(0, Math.floor(bytes));
+  upstreamReceiveBytes = bytes > 0 ? Math.max(MIN_UPSTREAM_RECEIVE_BYTES, Math.floor(bytes)) : 0;
 }
 
 /** The current {@link setUpstreamReceiveBytes} setting, bytes. */
@@ -310,6 +328,75 @@ export const CallSignal = class AbortSignal {
     for (const listener of listeners) listener();
   }
 };
+
+/** The socket and bytes of the read being handed to the HTTP parser now (inside `onUpstreamRead`'s emit). */
+let readingSocket: Socket | undefined, readingBytes: Buffer | undefined;
+
+/** Runs around each read of a socket: `beforeParse` gets its bytes (reused after the read), `afterParse` runs once the HTTP parser went through them. */
+export interface ReadHook {
+  beforeParse(bytes: Buffer): void;
+  afterParse(): void;
+}
+
+const kReadHook = Symbol('tidegate.readHook');
+type Hooked = Socket & { [kReadHook]?: ReadHook | undefined; parser?: ParserInternals | null };
+
+/** Runs `hook` around every later read of `socket` (plain HTTP upstream sockets only; `undefined` ends it). */
+export function setReadHook(socket: Socket, hook: ReadHook | undefined): void {
+  (socket as Hooked)[kReadHook] = hook;
+}
+
+/** The bytes of the read the HTTP parser is going through now on `socket`, when called from inside it (e.g. a `'response'` listener). */
+export function readBeingParsed(socket: Socket): Buffer | undefined {
+  return socket === readingSocket ? readingBytes : undefined;
+}
+
+/** The parts of Node's `HTTPParser` (lib/_http_common.js) {@link muteBodyCallbacks} touches. */
+type ParserInternals = Record<number, unknown> & { incoming: http.IncomingMessage | null };
+
+/** The parser's callback slots (`HTTPParser.kOnBody`, `kOnHeadersComplete`), found once by the names Node gives its callbacks. */
+let slots: { body: number; headers: number; onBody: unknown } | null | undefined;
+function parserSlots(parser: ParserInternals): typeof slots {
+  const at = (name: string): number => Array.from({ length: 16 }, (_, i) => parser[i]).findIndex((f) => typeof f === 'function' && f.name === name);
+  if (slots !== undefined) return slots;
+  const [body, headers] = [at('parserOnBody'), at('parserOnHeadersComplete')];
+  slots = body < 0 || headers < 0 ? null : { body, headers, onBody: parser[body] };
+  return slots;
+}
+
+/** A parser whose body callback is off: `restore()` gives it back (idempotent); `readsResponse()` is false once the parser left the response (ended, freed). */
+export interface MutedParser {
+  restore(): void;
+  readsResponse(): boolean;
+}
+
+/**
+ * Empties the body callback slot of the HTTP parser reading `res` (Node's `parserOnBody` then
+ * neither copies an HTTP chunk into a Buffer nor calls into JS for it; the parser still frames
+ * every byte). The callback comes back with {@link MutedParser.restore}, when the socket closes,
+ * and in any case before the next message this parser reads (kept alive, or taken from Node's
+ * pool) reaches its body. `undefined` when the parser's slots cannot be found (another Node).
+ */
+export function muteBodyCallbacks(res: http.IncomingMessage): MutedParser | undefined {
+  const socket = res.socket as Hooked | null;
+  const parser = socket?.parser;
+  if (socket == null || parser == null || parser.incoming !== res) return undefined;
+  const found = parserSlots(parser);
+  if (found == null || parser[found.body] !== found.onBody) return undefined;
+  const onHeadersComplete = parser[found.headers] as (...args: unknown[]) => unknown;
+  const restore = (): void => {
+    socket.off('close', restore);
+    if (parser[found.headers] === nextHeaders) [parser[found.body], parser[found.headers]] = [found.onBody, onHeadersComplete];
+  };
+  const nextHeaders = (...args: unknown[]): unknown => {
+    restore();
+    return onHeadersComplete.apply(parser, args);
+  };
+  parser[found.body] = undefined;
+  parser[found.headers] = nextHeaders;
+  socket.once('close', restore);
+  return { restore, readsResponse: () => parser.incoming === res };
+}
 
 /**
  * Makes `close` run where Node's HTTP server would close a served connection itself: after a

@@ -14,6 +14,7 @@ beforeAll(async () => {
     routes: [
       { path: '/v1/chat/completions', provider: 'openai', forwardHeaders },
       { path: '/resume/v1/chat/completions', upstreamPath: '/v1/chat/completions', provider: 'openai', forwardHeaders, resume: { lingerMs: 2000 } },
+      { path: '/resume/v1/messages', upstreamPath: '/v1/messages', provider: 'anthropic', forwardHeaders: [...forwardHeaders, 'anthropic-version'], resume: true },
       { path: '/small/v1/chat/completions', upstreamPath: '/v1/chat/completions', provider: 'openai', forwardHeaders, resume: { windowBytes: 2048, lingerMs: 600 } },
     ],
   });
@@ -109,5 +110,20 @@ describe('resume (memory store)', () => {
     await alice.ended;
     expect(alice.status).toBe(200);
     expect(alice.events.length).toBe(first.events.length);
+  });
+
+  it('refuses in the Anthropic error shape on an Anthropic route, and replays its message_stop', async () => {
+    const body = { model: 'sim-claude', max_tokens: 200, stream: true, messages: [{ role: 'user', content: 'hi' }] };
+    const first = await readSse(`${t.gateway.url}/resume/v1/messages`, { body, headers: { 'x-api-key': 'alice' } });
+    const streamId = String(first.headers['x-tidegate-stream-id']);
+    await first.ended;
+    const other = await readSse(`${t.gateway.url}/v1/streams/${streamId}`, { headers: { 'x-api-key': 'mallory' } });
+    await other.ended;
+    expect(other.status).toBe(403);
+    expect(JSON.parse(other.body)).toMatchObject({ type: 'error', error: { code: 'ERR_TIDEGATE_RESUME_FORBIDDEN' } });
+    const again = await readSse(`${t.gateway.url}/v1/streams/${streamId}?after=2`, { headers: { 'x-api-key': 'alice' } });
+    await again.ended;
+    expect(again.events.map((e) => e.type)).toEqual(first.events.slice(2).map((e) => e.type));
+    expect(again.events[again.events.length - 1]!.type).toBe('message_stop');
   });
 });

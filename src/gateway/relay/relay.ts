@@ -73,9 +73,11 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
     // this request's lifetime: its timeouts, the shutdown) lasts until no reader comes back.
     const shared = options.resume.share(stream.streamId, flow, { ...route, resume: route.resume }, req);
     const onAbort = (): void => shared.abort(stream.signal.reason);
+    if (stream.signal.aborted) onAbort();
     stream.signal.addEventListener('abort', onAbort);
     try {
       await sendToClient(stream, { flow: shared.reader, budget, ...opened });
+      shared.cancelIfUnread();
       await shared.done;
     } finally {
       stream.signal.removeEventListener('abort', onAbort);

@@ -144,6 +144,14 @@ export class ReplayStream implements Subscriber<BridgeElement> {
     this.end({ kind: 'error', error: reason });
   }
 
+  /**
+   * Ends a stream no reader ever subscribed to (its first client's response failed before it
+   * read): nothing connected the upstream, and nothing else would end it.
+   */
+  cancelIfUnread(): void {
+    if (!this.connected && this.terminal === undefined) this.end({ kind: 'cancelled' });
+  }
+
   /** Drops the log (the store evicted it or its retention ended). */
   release(): void {
     this.window.clear();

@@ -29,6 +29,8 @@ export interface SharedStream {
   readonly done: Promise<ReplayTerminal>;
   /** Ends it from the gateway's side (shutdown, total timeout). */
   abort(reason: unknown): void;
+  /** Ends it when its first reader never subscribed (its response failed first). */
+  cancelIfUnread(): void;
 }
 
 /**
@@ -51,7 +53,7 @@ export class ResumeService {
   share(streamId: string, flow: Flow<BridgeElement>, route: ResolvedRoute & { resume: ResumeSettings }, req: Request): SharedStream {
     const store = this.storeFor(route.resume);
     const stream = store.open(flow, { streamId, routePath: route.path, credentialHash: credentialHash(req.headers), settings: route.resume });
-    return { reader: stream.reader(0), done: stream.done, abort: (reason) => stream.abort(reason) };
+    return { reader: stream.reader(0), done: stream.done, abort: (reason) => stream.abort(reason), cancelIfUnread: () => stream.cancelIfUnread() };
   }
 
   /** The stream `streamId` in this process, else in the shared store; `undefined` when unknown or expired. */

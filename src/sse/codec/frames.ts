@@ -1,6 +1,7 @@
 import * as nodeBuffer from 'buffer';
 import { SseLimitError } from '../../errors';
-import { DEFAULT_MAX_EVENT_BYTES } from './parser';
+import { bomPrefix, CR, LF, lenientDecoder as lenient } from './bytes';
+import { DEFAULT_MAX_EVENT_BYTES } from './event';
 
 /**
  * Whole SSE event blocks, as the upstream sent them: bytes that start at an event boundary and
@@ -59,13 +60,8 @@ export interface FrameSplitter {
 /** Default {@link FrameSplitterOptions.maxFrameBytes}: 16 KiB. */
 export const DEFAULT_MAX_FRAME_BYTES = 16 * 1024;
 
-const LF = 0x0a;
-const CR = 0x0d;
 const BLANK = Buffer.from('\n\n');
-const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
 const isUtf8: (input: Uint8Array) => boolean = nodeBuffer.isUtf8 ?? ((input) => !Buffer.from(input).toString('utf8').includes('\ufffd'));
-/** WHATWG "UTF-8 decode without BOM": U+FFFD per maximal subpart, as every SSE client decodes. */
-const lenient = new TextDecoder('utf-8', { fatal: false, ignoreBOM: true });
 
 /**
  * Creates the splitter of the byte relay: it cuts a `text/event-stream` byte stream at event
@@ -284,12 +280,6 @@ class FrameSplitterImpl implements FrameSplitter {
   }
 }
 
-/** How many bytes of a BOM start at `at` (0–3). */
-function bomPrefix(bytes: Buffer, at: number): number {
-  let m = 0;
-  while (m < 3 && at + m < bytes.length && bytes[at + m] === BOM[m]) m++;
-  return m;
-}
 
 /** The bytes as they are when valid UTF-8, else decoded and re-encoded with U+FFFD replacements. */
 function valid(bytes: Buffer): Buffer {

@@ -1,192 +1,18 @@
-import * as nodeBuffer from 'buffer';
 import { SseLimitError } from '../../errors';
+import { BOM, COLON, CR, LF, lineEnd } from './bytes';
+import { HEAD_BYTES, isIgnoredLine } from './line-kind';
+import { decodeUtf8, isAscii, mostlyNonAscii } from './utf8';
 
-/**
- * One dispatched server-sent event, as the WHATWG HTML "event stream interpretation"
- * (§9.2.6) builds it: `type` is the `event` field or `"message"`, `data` is the `data` lines
- * joined with LF (final LF removed), `lastEventId` is the last event ID buffer at dispatch
- * (it persists across events until an `id` field changes it).
- */
-export interface SseEvent {
-  /** The event type: the last `event` field value, or `"message"` when none or empty. */
-  type: string;
-  /** The `data` field values joined with `"\n"`. */
-  data: string;
-  /** The last event ID buffer at dispatch time (`""` until an `id` field sets it). */
-  lastEventId: string;
-}
+import { DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_LINE_BYTES, type SseParser, type SseParserOptions } from './event';
+import { EventFields } from './event-fields';
 
-/** Options for {@link createSseParser}. */
-export interface SseParserOptions {
-  /** Called once per dispatched event, synchronously inside `feed()`. */
-  onEvent: (event: SseEvent) => void;
-  /** Called with the reconnection time in ms for each `retry` field whose value is all ASCII digits. */
-  onRetry?: ((retryMs: number) => void) | undefined;
-  /** Called with the text of each comment line (after the `:`, one leading space removed). */
-  onComment?: ((comment: string) => void) | undefined;
-  /**
-   * Called at a dispatch (blank line) whose last event ID buffer differs from the value last
-   * reported, before that dispatch's event, and also when no event is dispatched because the data
-   * is empty: §9.2.6 "dispatch the event" step 1 sets the source's last event ID string either
-   * way, so an `id:`-only block still moves the `Last-Event-ID` a client resumes from.
-   */
-  onLastEventId?: ((lastEventId: string) => void) | undefined;
-  /**
-   * Largest line the parser uses, in bytes, line terminator excluded. Default
-   * {@link DEFAULT_MAX_LINE_BYTES} (1 MiB). A longer `data`, `event`, `id` or `retry` line
-   * signals {@link SseLimitError} (`limit: 'line'`) as soon as its pending bytes exceed the
-   * limit, before its end arrives. Lines §9.2.6 ignores are skipped whatever their length,
-   * without being buffered: unknown fields (once their first bytes cannot start
-   * `data:`/`event:`/`id:`/`retry:` or one of these names alone), comments when `onComment` is
-   * not given, and comments longer than this limit (`onComment` is not called for those).
-   */
-  maxLineBytes?: number | undefined;
-  /**
-   * Largest event data accepted, in input bytes: the `data` values of one event plus the LFs
-   * joining them. Default {@link DEFAULT_MAX_EVENT_BYTES} (1 MiB). Exceeding it signals
-   * {@link SseLimitError} (`limit: 'event'`).
-   */
-  maxEventBytes?: number | undefined;
-  /**
-   * Receives a limit error instead of `feed()` throwing it. Either way the parser stops:
-   * later `feed()`/`end()` calls are ignored until `reset()`.
-   */
-  onError?: ((error: SseLimitError) => void) | undefined;
-}
+export { DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_LINE_BYTES } from './event';
+export type { SseEvent, SseParser, SseParserOptions } from './event';
 
-/** A streaming event-stream parser: bytes in, callbacks out, no I/O. */
-export interface SseParser {
-  /**
-   * Parses the next chunk of the stream. A chunk may end anywhere: inside a UTF-8 sequence, a
-   * BOM, a line, or between the CR and LF of a CRLF. Callbacks run synchronously; an exception
-   * thrown by a callback propagates and the rest of that chunk is not parsed. A string chunk is
-   * UTF-8 encoded first (so split surrogate pairs are not rejoined: feed bytes for exactness).
-   *
-   * @throws {SseLimitError} when a limit is exceeded and no `onError` option was given.
-   */
-  feed(chunk: Uint8Array | string): void;
-  /**
-   * Marks the end of the stream: a pending incomplete line and an event without its final
-   * blank line are discarded, never dispatched (§9.2.6). The parser is then back at its initial
-   * state, ready for a new stream (BOM check and all buffers reset).
-   */
-  end(): void;
-  /** Drops all state, including the last event ID and a stopped (failed) state. */
-  reset(): void;
-}
-
-/** Default {@link SseParserOptions.maxLineBytes}: 1 MiB. */
-export const DEFAULT_MAX_LINE_BYTES = 1024 * 1024;
-/** Default {@link SseParserOptions.maxEventBytes}: 1 MiB. */
-export const DEFAULT_MAX_EVENT_BYTES = 1024 * 1024;
-
-const LF = 0x0a;
-const CR = 0x0d;
-const COLON = 0x3a;
-const SPACE = 0x20;
-/** The field names the parser acts on, each followed by the colon that may end it. */
-const FIELD_PREFIXES = ['data:', 'event:', 'id:', 'retry:'].map((f) => Buffer.from(f, 'latin1'));
-/** Bytes of a line's start that decide whether it names one of {@link FIELD_PREFIXES}. */
-const HEAD_BYTES = 7;
 /** A pending-line buffer grown past this is released after use instead of kept. */
 const KEEP_PENDING_BYTES = 64 * 1024;
 /** Chunks shorter than this are decoded line by line, without classifying the chunk first. */
 const REGION_MIN_BYTES = 2048;
-
-type Slicer = (this: Buffer, start: number, end: number) => string;
-const proto = Buffer.prototype as unknown as { latin1Slice?: Slicer; ucs2Slice?: Slicer; utf8Slice?: Slicer };
-const utf8Slice: Slicer =
-  proto.utf8Slice ??
-  function (this: Buffer, start: number, end: number): string {
-    return this.toString('utf8', start, end);
-  };
-// Buffer#latin1Slice/#ucs2Slice are what Buffer#toString('latin1'/'utf16le') call after argument checks.
-const latin1Slice: Slicer =
-  proto.latin1Slice ??
-  function (this: Buffer, start: number, end: number): string {
-    return this.toString('latin1', start, end);
-  };
-const ucs2Slice: Slicer =
-  proto.ucs2Slice ??
-  function (this: Buffer, start: number, end: number): string {
-    return this.toString('utf16le', start, end);
-  };
-const isAscii: (input: Uint8Array) => boolean = nodeBuffer.isAscii ?? (() => false);
-const transcode = typeof nodeBuffer.transcode === 'function' && process.versions.icu !== undefined ? nodeBuffer.transcode : undefined;
-/** WHATWG "UTF-8 decode without BOM" (a mid-stream U+FEFF is content): U+FFFD per maximal subpart. */
-const lenientDecoder = new TextDecoder('utf-8', { fatal: false, ignoreBOM: true });
-
-/**
- * Decodes complete lines (the range never ends inside a character). Valid UTF-8 goes through
- * ICU's transcoder, several times faster than V8's decoder on CJK text; ICU rejects invalid
- * input, which then takes the WHATWG TextDecoder (U+FFFD replacement).
- */
-function decodeUtf8(buf: Buffer, start: number, end: number): string {
-  const bytes = buf.subarray(start, end);
-  if (transcode !== undefined) {
-    try {
-      const utf16 = transcode(bytes, 'utf8', 'utf16le');
-      return ucs2Slice.call(utf16, 0, utf16.length);
-    } catch {
-      // invalid UTF-8: replaced below
-    }
-  }
-  return lenientDecoder.decode(bytes);
-}
-
-/**
- * Decodes one line's value. V8's decoder (Buffer#utf8Slice, WHATWG-conformant: U+FFFD per
- * maximal subpart) is fastest on mostly-ASCII text; long CJK-heavy lines go through ICU.
- */
-function decodeLine(buf: Buffer, start: number, end: number, ascii: boolean): string {
-  if (ascii) return latin1Slice.call(buf, start, end);
-  if (end - start >= 256 && mostlyNonAscii(buf, start, end)) return decodeUtf8(buf, start, end);
-  return utf8Slice.call(buf, start, end);
-}
-
-/**
- * A speed heuristic only (both decoders give identical strings): samples three 32-byte windows
- * and says whether at least a quarter of their bytes are non-ASCII.
- */
-function mostlyNonAscii(buf: Buffer, start: number, end: number): boolean {
-  if (transcode === undefined) return false;
-  const length = end - start;
-  if (length < 96) return false;
-  let high = 0;
-  for (let w = 1; w <= 3; w++) {
-    const from = start + ((length * w) >> 2) - 16;
-    for (let i = from; i < from + 32; i++) if ((buf[i] as number) >= 0x80) high++;
-  }
-  return high >= 24;
-}
-
-/**
- * Whether a line whose bytes start with `head[0, length)` is ignored by §9.2.6 whatever
- * follows: a comment (leading `:`), or a field other than data/event/id/retry. `total` is the
- * line length seen so far (`length` is at most {@link HEAD_BYTES} of it); `complete` says the
- * line ended there, so a name without a colon is the whole line.
- */
-function isIgnoredLine(head: Uint8Array, start: number, length: number, total: number, complete: boolean): boolean {
-  if (total === 0) return false; // a blank line dispatches
-  if (head[start] === COLON) return true;
-  for (const prefix of FIELD_PREFIXES) {
-    const nameLength = prefix.length - 1;
-    if (complete) {
-      // Exactly the name, or the name followed by its colon.
-      if (total < nameLength) continue;
-      const k = total === nameLength ? nameLength : nameLength + 1;
-      if (matchesPrefix(head, start, prefix, k)) return false;
-    } else if (matchesPrefix(head, start, prefix, Math.min(length, prefix.length))) {
-      return false; // could still become this field
-    }
-  }
-  return true;
-}
-
-function matchesPrefix(head: Uint8Array, start: number, prefix: Buffer, k: number): boolean {
-  for (let i = 0; i < k; i++) if (head[start + i] !== prefix[i]) return false;
-  return true;
-}
 
 function checkLimit(name: string, value: number | undefined, fallback: number): number {
   if (value === undefined) return fallback;
@@ -235,15 +61,11 @@ export function createSseParser(options: SseParserOptions): SseParser {
 }
 
 class SseParserImpl {
-  private readonly onEvent: (event: SseEvent) => void;
-  private readonly onRetry: ((retryMs: number) => void) | undefined;
   private readonly onComment: ((comment: string) => void) | undefined;
-  private readonly onLastEventId: ((lastEventId: string) => void) | undefined;
-  /** The last event ID last handed to `onLastEventId`. */
-  private reportedLastEventId = '';
   private readonly onError: ((error: SseLimitError) => void) | undefined;
   private readonly maxLineBytes: number;
-  private readonly maxEventBytes: number;
+  /** The event being built: field rules and dispatch. */
+  private readonly fields: EventFields;
 
   /** Bytes of the incomplete line carried from earlier chunks (owned copy, never a view). */
   private pending: Buffer | null = null;
@@ -252,11 +74,6 @@ class SseParserImpl {
   private bomMatched = 0;
   /** The previous chunk ended with CR: an LF first in the next chunk belongs to it. */
   private skipLF = false;
-  private data = '';
-  private dataLines = 0;
-  private dataBytes = 0;
-  private eventType = '';
-  private lastEventId = '';
   /** The current line is ignored: its bytes up to the next line end are dropped unbuffered. */
   private skipping = false;
   /** Scratch copy of a held line's first bytes, to classify it across chunks. */
@@ -266,13 +83,12 @@ class SseParserImpl {
   private epoch = 0;
 
   constructor(options: SseParserOptions) {
-    this.onEvent = options.onEvent;
-    this.onRetry = options.onRetry;
     this.onComment = options.onComment;
-    this.onLastEventId = options.onLastEventId;
     this.onError = options.onError;
     this.maxLineBytes = checkLimit('maxLineBytes', options.maxLineBytes, DEFAULT_MAX_LINE_BYTES);
-    this.maxEventBytes = checkLimit('maxEventBytes', options.maxEventBytes, DEFAULT_MAX_EVENT_BYTES);
+    const lastEventId = options.lastEventId ?? '';
+    if (typeof lastEventId !== 'string' || /[\r\n\0]/.test(lastEventId)) throw new TypeError('createSseParser: lastEventId must be a string without CR, LF or NUL');
+    this.fields = new EventFields(options, checkLimit('maxEventBytes', options.maxEventBytes, DEFAULT_MAX_EVENT_BYTES), lastEventId, (error) => this.fail(error));
   }
 
   feed(chunk: Uint8Array | string): void {
@@ -305,7 +121,7 @@ class SseParserImpl {
         this.bomMatched = -1;
         pos = 0;
         if (held > 0) {
-          this.hold(BOM_BUFFER, 0, held);
+          this.hold(BOM, 0, held);
           if (this.epoch !== epoch) return;
         }
       }
@@ -322,9 +138,7 @@ class SseParserImpl {
 
     if (this.skipping || this.pendingLength > 0) {
       // The first line end completes the line carried over from earlier chunks.
-      let end = buf.indexOf(LF, pos);
-      const cr = buf.indexOf(CR, pos);
-      if (cr !== -1 && (end === -1 || cr < end)) end = cr;
+      const end = lineEnd(buf, pos);
       if (end === -1) {
         if (!this.skipping) this.hold(buf, pos, n);
         return;
@@ -341,7 +155,7 @@ class SseParserImpl {
         const len = this.pendingLength;
         this.pendingLength = 0;
         if (line.length > KEEP_PENDING_BYTES) this.pending = null;
-        this.processLine(line, 0, len, null, 0, 0, false);
+        this.fields.line(line, 0, len, null, 0, 0, false);
         if (this.epoch !== epoch) return;
       }
       pos = end + 1;
@@ -415,7 +229,7 @@ class SseParserImpl {
         cend = nextLFc < nextCRc ? nextLFc : nextCRc;
       }
       if (!tooLong) {
-        this.processLine(buf, pos, end, text, cpos, cend, ascii);
+        this.fields.line(buf, pos, end, text, cpos, cend, ascii);
         if (this.epoch !== epoch) return n;
       }
       pos = end + 1;
@@ -445,12 +259,7 @@ class SseParserImpl {
     this.bomMatched = 0;
     this.skipLF = false;
     this.skipping = false;
-    this.data = '';
-    this.dataLines = 0;
-    this.dataBytes = 0;
-    this.eventType = '';
-    this.lastEventId = '';
-    this.reportedLastEventId = '';
+    this.fields.reset();
     this.failed = false;
   }
 
@@ -519,121 +328,6 @@ class SseParserImpl {
     this.pendingLength = length;
   }
 
-  /**
-   * §9.2.6 line rules on one line (terminator excluded): bytes `buf[start, end)`, and, when
-   * `text` is given, the same line decoded as `text[cstart, cend)`; otherwise values are decoded
-   * from the bytes (`ascii`: known to be ASCII).
-   */
-  private processLine(
-    buf: Buffer,
-    start: number,
-    end: number,
-    text: string | null,
-    cstart: number,
-    cend: number,
-    ascii: boolean,
-  ): void {
-    if (start === end) {
-      this.dispatch();
-      return;
-    }
-    if (buf[start] === COLON) {
-      // "If the line starts with a U+003A COLON character (:)": a comment.
-      const onComment = this.onComment;
-      if (onComment !== undefined) {
-        let from = start + 1;
-        if (from < end && buf[from] === SPACE) from++;
-        onComment(from === end ? '' : text !== null ? text.slice(cstart + (from - start), cend) : decodeLine(buf, from, end, ascii));
-      }
-      return;
-    }
-    // Field names are ASCII, and 0x3A never occurs inside a UTF-8 sequence, so comparing
-    // bytes equals comparing the decoded strings.
-    let colon = start + 1;
-    while (colon < end && buf[colon] !== COLON) colon++;
-    let valueStart = colon + 1;
-    if (colon === end) valueStart = end; // no colon: the whole line is the field name, value ""
-    else if (valueStart < end && buf[valueStart] === SPACE) valueStart++;
-
-    switch (colon - start) {
-      case 4:
-        if (buf[start] === 0x64 && buf[start + 1] === 0x61 && buf[start + 2] === 0x74 && buf[start + 3] === 0x61) {
-          this.appendData(end - valueStart, valueStart === end ? '' : text !== null ? text.slice(cstart + (valueStart - start), cend) : decodeLine(buf, valueStart, end, ascii));
-        }
-        return;
-      case 5:
-        if (buf[start] === 0x65) {
-          if (buf[start + 1] === 0x76 && buf[start + 2] === 0x65 && buf[start + 3] === 0x6e && buf[start + 4] === 0x74) {
-            this.eventType = valueStart === end ? '' : text !== null ? text.slice(cstart + (valueStart - start), cend) : decodeLine(buf, valueStart, end, ascii);
-          }
-        } else if (
-          buf[start] === 0x72 &&
-          buf[start + 1] === 0x65 &&
-          buf[start + 2] === 0x74 &&
-          buf[start + 3] === 0x72 &&
-          buf[start + 4] === 0x79
-        ) {
-          this.retry(buf, valueStart, end);
-        }
-        return;
-      case 2:
-        if (buf[start] === 0x69 && buf[start + 1] === 0x64) {
-          // "If the field value does not contain U+0000 NULL, then set the last event ID buffer".
-          for (let i = valueStart; i < end; i++) if (buf[i] === 0) return;
-          this.lastEventId = valueStart === end ? '' : text !== null ? text.slice(cstart + (valueStart - start), cend) : decodeLine(buf, valueStart, end, ascii);
-        }
-        return;
-      default:
-        return; // unknown field: ignored
-    }
-  }
-
-  private appendData(bytes: number, value: string): void {
-    const total = this.dataLines === 0 ? bytes : this.dataBytes + 1 + bytes;
-    if (total > this.maxEventBytes) {
-      this.fail(new SseLimitError('event', this.maxEventBytes));
-      return;
-    }
-    this.dataBytes = total;
-    this.data = this.dataLines === 0 ? value : this.data + '\n' + value;
-    this.dataLines++;
-  }
-
-  private retry(buf: Buffer, start: number, end: number): void {
-    // "If the field value consists of only ASCII digits": an empty value is ignored too.
-    if (start === end) return;
-    for (let i = start; i < end; i++) {
-      const c = buf[i] as number;
-      if (c < 0x30 || c > 0x39) return;
-    }
-    this.onRetry?.(Number.parseInt(buf.toString('latin1', start, end), 10));
-  }
-
-  /** §9.2.6 "dispatch the event". */
-  private dispatch(): void {
-    // Step 1: the source's last event ID string is set, with or without an event.
-    if (this.onLastEventId !== undefined && this.lastEventId !== this.reportedLastEventId) {
-      this.reportedLastEventId = this.lastEventId;
-      this.onLastEventId(this.lastEventId);
-    }
-    if (this.dataLines === 0) {
-      // "If the data buffer is an empty string, set the data buffer and the event type buffer
-      // to the empty string and return."
-      this.eventType = '';
-      return;
-    }
-    const event: SseEvent = {
-      type: this.eventType === '' ? 'message' : this.eventType,
-      data: this.data,
-      lastEventId: this.lastEventId,
-    };
-    this.data = '';
-    this.dataLines = 0;
-    this.dataBytes = 0;
-    this.eventType = '';
-    this.onEvent(event);
-  }
-
   private fail(error: SseLimitError): void {
     this.reset();
     this.failed = true;
@@ -641,6 +335,3 @@ class SseParserImpl {
     this.onError(error);
   }
 }
-
-const BOM = [0xef, 0xbb, 0xbf] as const;
-const BOM_BUFFER = Buffer.from(BOM);

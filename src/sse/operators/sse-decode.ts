@@ -24,6 +24,8 @@ export interface SseDecodeOptions {
    * delivered, so a client resuming from it never skips an event it has not seen.
    */
   onLastEventId?: ((lastEventId: string) => void) | undefined;
+  /** The last event ID the stream starts with (default `""`); see `SseParserOptions.lastEventId`. */
+  lastEventId?: string | undefined;
 }
 
 /**
@@ -67,6 +69,7 @@ function decoderFor(options: SseDecodeOptions): ChunkDecoderFactory<SseEvent> {
       onComment: options.onComment === undefined ? undefined : (comment) => push(new SideMark(() => options.onComment?.(comment))),
       maxLineBytes: options.maxLineBytes,
       maxEventBytes: options.maxEventBytes,
+      lastEventId: options.lastEventId,
       onError: fail,
     });
 }
