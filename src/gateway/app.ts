@@ -6,6 +6,7 @@ import { ShutdownError } from '../errors';
 import type { ProviderAdapter } from '../providers/types';
 import { AdmissionError, closeAfterResponse, createAdmission, hasUnreadBody, type Admission } from './admission';
 import { resolveRoutes, type GatewayConfig, type ResolvedRoute } from './config';
+import { applyKernelBounds } from './kernel-bounds';
 import { createLogger, type Logger } from './logger';
 import { GatewayMetrics, type StreamSnapshot } from './metrics';
 import { relay, type StreamPolicyFn } from './relay/relay';
@@ -64,6 +65,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
   const logger = deps.logger ?? createLogger();
   const metrics = deps.metrics ?? new GatewayMetrics();
   const routes = resolveRoutes(config, deps.upstreamUrl ?? config.upstream.url);
+  applyKernelBounds(config, routes, logger);
   const shutdown = new AbortController();
   // Every running stream listens for shutdown; the default limit of 10 would warn of a leak.
   setMaxListeners(0, shutdown.signal);

@@ -17,6 +17,8 @@ const USAGE = `Usage: tidegate [options]
   --overflow pause|terminate pause the upstream (default) or end the stream when the budget is spent
   --relay bytes|events       forward the upstream's event bytes (default) or decode and re-encode each event
   --heartbeat-ms N           ": ping" after N ms of silence (default 15000)
+  --kernel-unsent-bytes N    unsent bytes the kernel keeps per client socket (default 16384; 0 = kernel's)
+  --kernel-receive-bytes N   receive buffer of each upstream socket (default 65536; 0 = kernel's)
   --shutdown-grace-ms N      on SIGTERM, let streams finish for N ms (default 10000)
   --debug-streams            serve GET /debug/streams: each live stream's demand and buffers
   --playground               serve /playground on any address (default: only on a loopback host)
@@ -57,6 +59,8 @@ async function main(): Promise<void> {
       'stream.overflow': values.overflow,
       'stream.relay': values.relay,
       'stream.heartbeatMs': num('heartbeat-ms', values['heartbeat-ms']),
+      'stream.kernelUnsentBytes': num('kernel-unsent-bytes', values['kernel-unsent-bytes']),
+      'upstream.kernelReceiveBytes': num('kernel-receive-bytes', values['kernel-receive-bytes']),
       'shutdown.graceMs': num('shutdown-grace-ms', values['shutdown-grace-ms']),
       'debug.streams': values['debug-streams'] ? true : undefined,
       'playground.enabled': values.playground ? true : undefined,
@@ -98,6 +102,8 @@ function parseFlags() {
         overflow: { type: 'string' },
         relay: { type: 'string' },
         'heartbeat-ms': { type: 'string' },
+        'kernel-unsent-bytes': { type: 'string' },
+        'kernel-receive-bytes': { type: 'string' },
         'shutdown-grace-ms': { type: 'string' },
         'debug-streams': { type: 'boolean' },
         playground: { type: 'boolean' },

@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { BridgeState } from '../express/send-flow';
+import { socketOptionsUnavailable } from '../http/socket-options';
 
 /** What a live stream reports to the gauges sampled at scrape time. */
 export interface LiveStream {
@@ -9,6 +10,22 @@ export interface LiveStream {
   upstreamPaused(): boolean;
   /** Where the stream's demand and bytes are now (served by `GET /debug/streams` when enabled). */
   describe?: (() => StreamSnapshot) | undefined;
+  /**
+   * The kernel's queues of the stream's sockets, bytes: the client socket's send queue and the
+   * upstream socket's receive queue; a side that cannot be read is absent (no socket options
+   * addon, a socket already gone).
+   */
+  kernelBytes?: (() => KernelBytes) | undefined;
+}
+
+/** The kernel's queues of one stream's sockets, bytes (see {@link LiveStream.kernelBytes}). */
+export interface KernelBytes {
+  /** Client socket: sent and unacknowledged plus unsent (`SIOCOUTQ`). */
+  clientSendQueue?: number | undefined;
+  /** Of those, not yet sent: what `kernelUnsentBytes` bounds (`SIOCOUTQNSD`). */
+  clientUnsent?: number | undefined;
+  /** Upstream socket: received and not yet read by the gateway (`SIOCINQ`); what `upstream.kernelReceiveBytes` bounds. */
+  upstreamReceiveQueue?: number | undefined;
 }
 
 /**
@@ -38,6 +55,8 @@ export interface StreamSnapshot {
     | undefined;
   /** The byte relay's read gate: requests held for want of room in the budget (0 when none wait). */
   heldReadDemand?: number | undefined;
+  /** The kernel's queues of the stream's sockets, where they can be read. */
+  kernel?: KernelBytes | undefined;
 }
 
 /**
@@ -122,6 +141,11 @@ export class GatewayMetrics {
         this.set(n);
       },
     });
+    if (socketOptionsUnavailable() === undefined) {
+      kernelGauge(registry, live, 'tidegate_kernel_client_send_queue_bytes', "Kernel send queues of live streams' client sockets: unacknowledged plus unsent (bytes).", (k) => k.clientSendQueue);
+      kernelGauge(registry, live, 'tidegate_kernel_client_unsent_bytes', "Unsent bytes in live streams' client send queues, bounded by kernelUnsentBytes each (bytes).", (k) => k.clientUnsent);
+      kernelGauge(registry, live, 'tidegate_kernel_upstream_receive_queue_bytes', "Kernel receive queues of live streams' upstream sockets, unread by the gateway (bytes).", (k) => k.upstreamReceiveQueue);
+    }
     if (options.defaultMetrics) collectDefaultMetrics({ register: registry, prefix: 'tidegate_' });
   }
 
@@ -141,4 +165,18 @@ export class GatewayMetrics {
     this.live.add(stream);
     return () => this.live.delete(stream);
   }
+}
+
+/** A gauge summing one kernel queue over the live streams at scrape time (only where the addon reads queues). */
+function kernelGauge(registry: Registry, live: Set<LiveStream>, name: string, help: string, pick: (k: KernelBytes) => number | undefined): void {
+  new Gauge({
+    name,
+    help,
+    registers: [registry],
+    collect() {
+      let total = 0;
+      for (const s of live) total += (s.kernelBytes === undefined ? undefined : pick(s.kernelBytes())) ?? 0;
+      this.set(total);
+    },
+  });
 }

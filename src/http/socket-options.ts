@@ -96,8 +96,8 @@ export function getSocketOption(socket: Socket, option: SocketOption): number | 
  * The kernel's send and receive queues of one TCP socket, bytes: one `ioctl` each, cheap enough
  * to call per stream on every metrics scrape. `undefined` without the addon or a descriptor.
  */
-export function kernelQueueBytes(socket: Socket): KernelQueueBytes | undefined {
-  if (addon === undefined) return undefined;
+export function kernelQueueBytes(socket: Socket | null | undefined): KernelQueueBytes | undefined {
+  if (addon === undefined || socket === null || socket === undefined) return undefined;
   const fd = socketFd(socket);
   if (fd === undefined) return undefined;
   const sendQueue = addon.queue(fd, 0);

@@ -10,6 +10,8 @@ export const ENV_OVERRIDES: Readonly<Record<string, string>> = {
   TIDEGATE_RELAY: 'stream.relay',
   TIDEGATE_STALL_TIMEOUT_MS: 'stream.stallTimeoutMs',
   TIDEGATE_HEARTBEAT_MS: 'stream.heartbeatMs',
+  TIDEGATE_KERNEL_UNSENT_BYTES: 'stream.kernelUnsentBytes',
+  TIDEGATE_KERNEL_RECEIVE_BYTES: 'upstream.kernelReceiveBytes',
   TIDEGATE_FIRST_BYTE_TIMEOUT_MS: 'timeouts.firstByteMs',
   TIDEGATE_IDLE_TIMEOUT_MS: 'timeouts.idleMs',
   TIDEGATE_TOTAL_TIMEOUT_MS: 'timeouts.totalMs',
@@ -17,7 +19,7 @@ export const ENV_OVERRIDES: Readonly<Record<string, string>> = {
 };
 
 /** Dotted fields whose string values (environment, flags) are converted with `Number`. */
-export const NUMERIC_FIELDS: ReadonlySet<string> = new Set(['port', 'stream.maxBufferedBytes', 'stream.stallTimeoutMs', 'stream.heartbeatMs', 'timeouts.firstByteMs', 'timeouts.idleMs', 'timeouts.totalMs', 'shutdown.graceMs']);
+export const NUMERIC_FIELDS: ReadonlySet<string> = new Set(['port', 'stream.maxBufferedBytes', 'stream.stallTimeoutMs', 'stream.heartbeatMs', 'stream.kernelUnsentBytes', 'upstream.kernelReceiveBytes', 'timeouts.firstByteMs', 'timeouts.idleMs', 'timeouts.totalMs', 'shutdown.graceMs']);
 
 /** Sets `path` (dotted) in `target`, creating objects on the way; numeric fields are converted with `Number`. */
 export function setField(target: Record<string, unknown>, path: string, value: string | number | boolean | undefined): void {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { DEFAULT_MAX_BODY_BYTES } from '../../http/errors';
+import { DEFAULT_UPSTREAM_RECEIVE_BYTES, MIN_UPSTREAM_RECEIVE_BYTES } from '../../http/node-hooks';
 import { int } from './fields';
 import { limitsSchema } from './limits';
 import { redisSchema, resumeStoreSchema } from '../resume/settings';
@@ -25,6 +26,14 @@ export const configSchema = z
          * `ERR_TIDEGATE_UPSTREAM_BODY_TOO_LARGE`. Event streams are bounded by `stream.*` instead.
          */
         maxBodyBytes: int(1024).default(DEFAULT_MAX_BODY_BYTES),
+        /**
+         * `SO_RCVBUF` of every upstream socket, bytes (0: the kernel's autotuning, up to
+         * `net.ipv4.tcp_rmem`'s maximum): a paused stream leaves at most about twice this unread
+         * in the kernel, and a stream reads at most this much per round trip.
+         */
+        kernelReceiveBytes: int(0)
+          .refine((v) => v === 0 || v >= MIN_UPSTREAM_RECEIVE_BYTES, `0 or at least ${MIN_UPSTREAM_RECEIVE_BYTES}: a smaller window than half a loopback segment waits on TCP's persist timer`)
+          .default(DEFAULT_UPSTREAM_RECEIVE_BYTES),
       })
       .strict()
       .prefault({}),

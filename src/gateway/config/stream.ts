@@ -14,6 +14,11 @@ export const policyShape = {
   /** `: ping` after this much silence, ms (0 disables). */
   heartbeatMs: int(0),
   /**
+   * Most bytes the kernel keeps unsent for a client's socket (`TCP_NOTSENT_LOWAT`), bytes; 0
+   * leaves the kernel's default (MBs). Unset: 16384, at most a quarter of `maxBufferedBytes`.
+   */
+  kernelUnsentBytes: int(0).optional(),
+  /**
    * Streaming requests: commit `200 text/event-stream` and start `: ping` heartbeats when the
    * upstream's status line has not arrived this long after the request, ms (0 = off: headers wait
    * for the upstream, so its errors keep their HTTP status). After an early commit an upstream
@@ -39,6 +44,7 @@ export const DEFAULT_POLICY: StreamPolicy = {
   overflow: 'pause',
   stallTimeoutMs: 30_000,
   heartbeatMs: 15_000,
+  kernelUnsentBytes: undefined,
   earlyCommitMs: 0,
   maxEventBytes: 1024 * 1024,
   limitRate: 0,

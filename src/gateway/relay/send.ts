@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
 import { TimeoutError } from '../../errors';
 import { sendFlow, type BridgeElement, type StreamHandle, type StreamResult } from '../../express/send-flow';
@@ -6,6 +7,8 @@ import type { Flow } from '../../flow/flow';
 import { UpstreamHttpError } from '../../http/errors';
 import { codeOf } from '../../express/error-shapes';
 import type { UpstreamStream } from '../../http/request';
+import { kernelQueueBytes } from '../../http/socket-options';
+import type { KernelBytes } from '../metrics';
 import type { StreamContext } from './context';
 import { ClientClosedError, errnoOf, errorOutcome, streamOutcome } from './outcome';
 import { FRAME_PREFETCH } from './plan';
@@ -28,6 +31,12 @@ export async function sendToClient(stream: StreamContext, d: Delivery): Promise<
   const { plan, budget, admission, reader } = d;
   let handle: StreamHandle | undefined;
   const bodyOf = (call: UpstreamStream): Readable => call.response.body as unknown as Readable;
+  const kernelBytes = (): KernelBytes => {
+    const client = kernelQueueBytes(res.socket);
+    // The body is the IncomingMessage itself unless compressed: its socket is the upstream's.
+    const upstreamSocket = reader === undefined ? undefined : (bodyOf(reader) as Partial<IncomingMessage>).socket;
+    return { clientSendQueue: client?.sendQueue, clientUnsent: client?.unsent, upstreamReceiveQueue: kernelQueueBytes(upstreamSocket)?.receiveQueue };
+  };
   const untrack = metrics.track({
     bufferedBytes: () => budget.used,
     upstreamPaused: () => {
@@ -41,7 +50,9 @@ export async function sendToClient(stream: StreamContext, d: Delivery): Promise<
       bridge: handle?.state(),
       upstream: reader === undefined ? undefined : { bufferedBytes: reader.bufferedBytes(), readsSized: reader.readsSized(), paused: bodyOf(reader).isPaused(), ended: bodyOf(reader).readableEnded },
       heldReadDemand: admission?.heldDemand,
+      kernel: kernelBytes(),
     }),
+    kernelBytes,
   });
   stream.early?.stop();
   handle = sendFlow(res, d.flow, {
@@ -51,6 +62,7 @@ export async function sendToClient(stream: StreamContext, d: Delivery): Promise<
     budget,
     stallTimeoutMs: route.policy.stallTimeoutMs,
     heartbeatMs: route.policy.heartbeatMs,
+    kernelUnsentBytes: route.policy.kernelUnsentBytes,
     formatError: (e) => adapter.formatError(e),
     sendHttpError: (r, e) => adapter.sendHttpError(r, e),
     signal: stream.signal,
