@@ -48,6 +48,15 @@ function buildServes(cli, route) {
   return buildMentions(cli, `'${route}'`);
 }
 
+/**
+ * Whether a build serves an API on its default routes: its compiled `DEFAULT_APIS` list names it,
+ * or (a build without that list) its gateway mentions the route's path.
+ */
+function servesByDefault(cli, api, route) {
+  const m = /DEFAULT_APIS\s*=\s*\[([^\]]*)\]/.exec(readText(path.join(distOf(cli), 'gateway/config/apis.js')));
+  return m ? m[1].includes(`'${api}'`) : buildServes(cli, route);
+}
+
 /** Whether a .js file of a build's compiled gateway or providers contains `needle`. */
 function buildMentions(cli, needle) {
   const dist = distOf(cli);
@@ -224,7 +233,7 @@ function tidegateTargets({ cli = GATEWAY_CLI, suffix = '', labelSuffix = '', con
       return f && !f.has('--passthrough') ? { ok: false, why: 'this gateway build has no --passthrough flag' } : { ok: true };
     }),
     mk('tidegate-openai', 'tidegate OpenAI route', '/v1/chat/completions'),
-    mk('tidegate-responses', 'tidegate Responses route', '/v1/responses', () => (buildServes(cli, '/v1/responses') ? { ok: true } : { ok: false, why: 'this gateway build has no POST /v1/responses route' })),
+    mk('tidegate-responses', 'tidegate Responses route', '/v1/responses', () => (servesByDefault(cli, 'responses', '/v1/responses') ? { ok: true } : { ok: false, why: 'this gateway build serves no POST /v1/responses by default' })),
   ];
 }
 
