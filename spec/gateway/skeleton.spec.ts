@@ -68,7 +68,18 @@ describe('walking skeleton: gateway + embedded simulator + official OpenAI SDK',
 
 describe('npm start (the built CLI)', () => {
   let child: ChildProcess | undefined;
-  afterEach(() => child?.kill('SIGTERM'));
+  // Waits for the CLI to exit (SIGKILL after 5 s): a child still running holds this test
+  // worker open, and jest then force-exits it with a warning.
+  afterEach(async () => {
+    const c = child;
+    child = undefined;
+    if (c === undefined || c.exitCode !== null || c.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => c.once('exit', () => resolve()));
+    c.kill('SIGTERM');
+    const kill = setTimeout(() => c.kill('SIGKILL'), 5_000);
+    await exited;
+    clearTimeout(kill);
+  });
 
   it('starts on PORT with the embedded simulator and serves a stream', async () => {
     const cli = path.join(__dirname, '../../dist/gateway/cli.js');
