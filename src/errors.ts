@@ -103,3 +103,14 @@ export class SseConnectionError extends TidegateError {
     super('ERR_TIDEGATE_SSE_CONNECTION', message, options);
   }
 }
+
+/**
+ * A response's body is not a readable stream (`ERR_TIDEGATE_SSE_BODY`): neither a Node `Readable`
+ * nor a WHATWG `ReadableStream` (a `fetch` passed to `connectSse` that answers with a string, an
+ * object or no body at all). Not retried: the same fetch would answer the same way.
+ */
+export class SseBodyError extends TidegateError {
+  constructor(readonly bodyType: string) {
+    super('ERR_TIDEGATE_SSE_BODY', `SSE response body is ${bodyType}, not a readable stream`);
+  }
+}

@@ -127,7 +127,7 @@ describe('connectSse', () => {
       });
       const c = collect(connectSse(server.url, { random: () => 0.5, onReconnect: (r) => delays.push(r), isTerminal: isDone }));
       expect(await within(c.done, 3000)).toEqual({});
-      expect(delays.map((d) => d.delayMs)).toEqual([25]); // 0.5 * 50, not 0.5 * initialDelayMs (1000)
+      expect(delays.map((d) => d.delayMs)).toEqual([75]); // retry: 50, then jitter 0.5 * 50 (not 0.5 * initialDelayMs, 1000)
       const gap = server.requests[1].at - server.requests[0].at;
       expect(gap).toBeGreaterThanOrEqual(20);
     });

@@ -5,6 +5,7 @@ describe('gateway config', () => {
     const routes = resolveRoutes(parseConfig({}), 'http://up:1');
     expect(routes.map((r) => [r.path, r.provider, r.api, r.url])).toEqual([
       ['/v1/chat/completions', 'openai', 'chat', 'http://up:1/v1/chat/completions'],
+      ['/v1/responses', 'openai', 'responses', 'http://up:1/v1/responses'],
       ['/v1/completions', 'openai', 'completions', 'http://up:1/v1/completions'],
       ['/v1/models', 'openai', 'models', 'http://up:1/v1/models'],
       ['/v1/embeddings', 'openai', 'embeddings', 'http://up:1/v1/embeddings'],
@@ -43,6 +44,7 @@ describe('gateway config', () => {
     const config = loadConfig({ extraRoutes: [{ path: '/sse', provider: 'passthrough', url: 'http://u/sse' }] });
     expect(resolveRoutes(config, 'http://up').map((r) => `${r.methods.join('|')} ${r.path}`)).toEqual([
       'POST /v1/chat/completions',
+      'POST /v1/responses',
       'POST /v1/completions',
       'GET /v1/models',
       'POST /v1/embeddings',
@@ -50,6 +52,12 @@ describe('gateway config', () => {
       'POST /v1/messages/count_tokens',
       'GET|POST /sse',
     ]);
+  });
+
+  it('reads CORS origins from TIDEGATE_CORS_ORIGINS as a comma-separated list, normalised to origins', () => {
+    const config = loadConfig({ env: { TIDEGATE_CORS_ORIGINS: 'https://a.example/, http://127.0.0.1:3000' } });
+    expect(config.cors).toEqual({ origins: ['https://a.example', 'http://127.0.0.1:3000'], credentials: false, maxAgeMs: 600000 });
+    expect(parseConfig({}).cors.origins).toEqual([]);
   });
 
   it('takes a route’s API from the end of its path, and refuses an API of another provider', () => {

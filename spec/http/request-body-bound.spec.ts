@@ -61,7 +61,7 @@ describe('upstream.maxBodyBytes', () => {
   it('defaults to 8 MiB and reaches every route', () => {
     const config = parseConfig({});
     expect(config.upstream.maxBodyBytes).toBe(8 * 1024 * 1024);
-    expect(resolveRoutes(parseConfig({ upstream: { maxBodyBytes: 65536 } }), 'http://127.0.0.1:1').map((r) => r.maxBodyBytes)).toEqual(Array(6).fill(65536));
+    expect(resolveRoutes(parseConfig({ upstream: { maxBodyBytes: 65536 } }), 'http://127.0.0.1:1').map((r) => r.maxBodyBytes)).toEqual(Array(7).fill(65536));
   });
 
   it('rejects a value under 1024 or not an integer, naming the field', () => {

@@ -12,6 +12,7 @@ import {
   OPENAI_CHAT_BASIC_TOKENS,
   OPENAI_CHAT_LONG_TOKENS,
   OPENAI_COMPAT_EMOJI_TOKENS,
+  OPENAI_RESPONSES_BASIC_TOKENS,
 } from '../../src/simulator/transcripts/recorded';
 
 const RECORDED = path.join(__dirname, '../../src/simulator/transcripts/recorded');
@@ -37,12 +38,23 @@ function anthropicText(file: string): string[] {
   return out;
 }
 
+function responsesText(file: string): string[] {
+  const out: string[] = [];
+  for (const line of fs.readFileSync(path.join(RECORDED, file), 'utf8').split('\n')) {
+    if (!line.startsWith('data: {')) continue;
+    const j = JSON.parse(line.slice(6)) as { type: string; delta?: string };
+    if (j.type === 'response.output_text.delta' && j.delta) out.push(j.delta);
+  }
+  return out;
+}
+
 describe('recorded transcripts', () => {
   it('match the content deltas of the recorded .sse copies', () => {
     expect(OPENAI_CHAT_BASIC_TOKENS).toEqual(openaiContent('openai-chat-basic.sse'));
     expect(OPENAI_COMPAT_EMOJI_TOKENS).toEqual(openaiContent('openai-compat-emoji-reasoning.sse'));
     expect(OPENAI_CHAT_LONG_TOKENS).toEqual(openaiContent('openai-chat-usage.sse'));
     expect(ANTHROPIC_TEXT_TOKENS).toEqual(anthropicText('anthropic-messages-text-recorded.sse'));
+    expect(OPENAI_RESPONSES_BASIC_TOKENS).toEqual(responsesText('openai-responses-basic.sse'));
   });
 
   it('keep the default transcript long enough to stream for several seconds at 50 tokens/s', () => {

@@ -1,6 +1,7 @@
 import type http from 'node:http';
 import type { Readable } from 'node:stream';
 import nodeFetch from 'node-fetch';
+import { SseBodyError } from '../errors';
 import { Flow } from '../flow/flow';
 import { fromReadable } from '../flow/sources/readable';
 import { fromReadableStream } from '../flow/sources/readable-stream';
@@ -77,8 +78,8 @@ const noop = (): void => undefined;
 
 /**
  * A response body as bytes with demand: a Node `Readable` through `fromReadable` (paused while
- * there is no demand), a WHATWG stream through `fromReadableStream`. A null body is an empty
- * stream. For a Node body a no-op `'error'` listener stays attached: node-fetch emits `'error'`
+ * there is no demand), a WHATWG stream through `fromReadableStream`. Anything else (a string,
+ * an object, no body) signals {@link SseBodyError}. For a Node body a no-op `'error'` listener stays attached: node-fetch emits `'error'`
  * on the body when the request is aborted after the response arrived, which must not crash the
  * process once `fromReadable` has detached.
  */
@@ -90,7 +91,7 @@ function bodyFlow(body: unknown): Flow<Uint8Array> {
   if (isWebBody(body)) return fromReadableStream<Uint8Array>(body as unknown as ReadableStream<Uint8Array>);
   return new Flow<Uint8Array>((actual) => {
     actual.onSubscribe({ request: noop, cancel: noop });
-    actual.onComplete();
+    actual.onError(new SseBodyError(body === null ? 'null' : typeof body));
   });
 }
 

@@ -35,7 +35,9 @@ export class Reconnection {
   request(lastEventId: string): SseRequest {
     const o = this.options;
     const headers: Record<string, string> = { accept: 'text/event-stream', 'cache-control': 'no-cache', 'accept-encoding': 'identity', ...o.headers };
-    if (lastEventId !== '') headers['last-event-id'] = lastEventId;
+    // §9.2.3: the last event ID string "encoded as UTF-8". Node writes header values as Latin-1
+    // (and refuses characters above U+00FF), so the UTF-8 bytes go as a Latin-1 string.
+    if (lastEventId !== '') headers['last-event-id'] = Buffer.from(lastEventId, 'utf8').toString('latin1');
     if (this.tidegateStreamId !== undefined) {
       // Resumed where tidegate keeps it: a GET of the stream, its credentials kept, no body.
       for (const name of Object.keys(headers)) if (/^content-(type|length|encoding)$/i.test(name)) delete headers[name];
@@ -72,14 +74,21 @@ export class Reconnection {
     if (!this.options.reconnect || attempt >= this.options.maxAttempts) return { retry: false, error: finalError(error, attempt) };
     if (this.reconnects >= this.options.maxReconnects) return { retry: false, error: budgetSpentError(error, attempt, this.options.maxReconnects) };
     this.reconnects++;
-    const delayMs = this.options.backoffGrowth === 'reconnects' ? this.growingDelayMs(retryAfterMs) : backoffDelayMs({
-      attempt,
-      baseMs: this.serverRetryMs ?? this.options.initialDelayMs,
-      maxDelayMs: this.options.maxDelayMs,
-      random: this.options.random,
-      retryAfterMs,
-    });
+    const delayMs = this.options.backoffGrowth === 'reconnects' ? this.growingDelayMs(retryAfterMs) : this.delayMs(attempt, retryAfterMs);
     return { retry: true, attempt, delayMs };
+  }
+
+  /**
+   * `backoffGrowth: 'failures'`: the server's reconnection time (`retry:`, §9.2.3 "wait a delay
+   * equal to the reconnection time"; 0 until it sent one), then "optionally, wait some more": full
+   * jitter over `min(maxDelayMs, base * 2^(attempt-1))` with `base` the `retry:` or
+   * `initialDelayMs`. `maxDelayMs` bounds the jitter, never the server's `retry:`; a
+   * `Retry-After` is a floor.
+   */
+  private delayMs(attempt: number, retryAfterMs: number | undefined): number {
+    const retryMs = this.serverRetryMs ?? 0;
+    const jitter = backoffDelayMs({ attempt, baseMs: this.serverRetryMs ?? this.options.initialDelayMs, maxDelayMs: this.options.maxDelayMs, random: this.options.random });
+    return Math.max(retryMs + jitter, retryAfterMs ?? 0);
   }
 
   /**

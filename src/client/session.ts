@@ -1,4 +1,4 @@
-import { SseConnectionError, SseHttpError, SseLimitError, TimeoutError } from '../errors';
+import { SseBodyError, SseConnectionError, SseHttpError, SseLimitError, TimeoutError } from '../errors';
 import { addDemand } from '../flow/demand';
 import { reportDropped } from '../flow/discard';
 import type { Subscriber, Subscription } from '../flow/types';
@@ -131,7 +131,9 @@ export class SseSession implements Subscription {
       return;
     }
     const isStream = contentType !== undefined && contentType.split(';')[0].trim().toLowerCase() === 'text/event-stream';
-    if (status >= 200 && status < 300 && isStream) {
+    // §9.2.3: only a 200 with `text/event-stream` announces the connection; any other status
+    // fails it (204 above stops). 429 and 5xx are retried below: a deliberate deviation.
+    if (status === 200 && isStream) {
       this.openStream(gen, response);
       return;
     }
@@ -193,7 +195,7 @@ export class SseSession implements Subscription {
       onNext: (event) => this.onEvent(gen, event),
       onError: (err) => {
         if (gen !== this.generation) return;
-        if (err instanceof SseLimitError) this.finish(true, err);
+        if (err instanceof SseLimitError || err instanceof SseBodyError) this.finish(true, err);
         else this.onConnectionFailure(err);
       },
       onComplete: () => {

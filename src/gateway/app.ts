@@ -6,6 +6,7 @@ import { ShutdownError } from '../errors';
 import type { ProviderAdapter } from '../providers/types';
 import { AdmissionError, closeAfterResponse, createAdmission, hasUnreadBody, type Admission } from './admission';
 import { resolveRoutes, type GatewayConfig, type ResolvedRoute } from './config';
+import { corsMiddleware } from './cors';
 import { applyKernelBounds } from './kernel-bounds';
 import { createLogger, type Logger } from './logger';
 import { GatewayMetrics, type StreamSnapshot } from './metrics';
@@ -95,6 +96,9 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
 
   const app = express();
   app.disable('x-powered-by');
+  // First: refusals and errors carry the CORS headers too, so a page can read them.
+  const corsHandler = corsMiddleware(config.cors);
+  if (corsHandler) app.use(corsHandler);
   app.use((req, res, next) => {
     const over = admission.checkConnection(req);
     if (over) return admission.refuse(req, res, adapterOf.get(req.path) ?? errorShapeFor(req, req.path, routes), over);

@@ -20,6 +20,7 @@ const USAGE = `Usage: tidegate [options]
   --kernel-unsent-bytes N    unsent bytes the kernel keeps per client socket (default 16384; 0 = kernel's)
   --kernel-receive-bytes N   receive buffer of each upstream socket (default 65536; 0 = kernel's)
   --shutdown-grace-ms N      on SIGTERM, let streams finish for N ms (default 10000)
+  --cors-origin ORIGIN       let pages on ORIGIN call the gateway (repeatable, * for any; also TIDEGATE_CORS_ORIGINS=a,b)
   --debug-streams            serve GET /debug/streams: each live stream's demand and buffers
   --playground               serve /playground on any address (default: only on a loopback host)
   -h, --help                 this text
@@ -62,6 +63,7 @@ async function main(): Promise<void> {
       'stream.kernelUnsentBytes': num('kernel-unsent-bytes', values['kernel-unsent-bytes']),
       'upstream.kernelReceiveBytes': num('kernel-receive-bytes', values['kernel-receive-bytes']),
       'shutdown.graceMs': num('shutdown-grace-ms', values['shutdown-grace-ms']),
+      'cors.origins': values['cors-origin'],
       'debug.streams': values['debug-streams'] ? true : undefined,
       'playground.enabled': values.playground ? true : undefined,
     },
@@ -105,6 +107,7 @@ function parseFlags() {
         'kernel-unsent-bytes': { type: 'string' },
         'kernel-receive-bytes': { type: 'string' },
         'shutdown-grace-ms': { type: 'string' },
+        'cors-origin': { type: 'string', multiple: true },
         'debug-streams': { type: 'boolean' },
         playground: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },

@@ -1,6 +1,7 @@
 import { anthropicAdapter } from '../providers/anthropic';
 import { openaiAdapter } from '../providers/openai';
 import { createPassthroughAdapter } from '../providers/passthrough';
+import { responsesAdapter } from '../providers/responses';
 import type { ProviderAdapter } from '../providers/types';
 import type { ResolvedRoute, RouteApi } from './config';
 
@@ -13,7 +14,7 @@ const ADAPTERS: Readonly<Record<Exclude<RouteApi, 'sse'>, ProviderAdapter>> = {
   chat: openaiAdapter,
   // Legacy completions: the same `data:` chunks, `[DONE]` and error frames (text in `choices[0].text`).
   completions: openaiAdapter,
-  responses: openaiAdapter,
+  responses: responsesAdapter,
   models: openaiAdapter,
   embeddings: openaiAdapter,
   messages: anthropicAdapter,

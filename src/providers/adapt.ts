@@ -99,6 +99,7 @@ function frameStep(adapter: ProviderAdapter): (frame: SseFrame) => Step {
       if (event.type === 'delta') delta = sawText = true;
       if ((event.type === 'delta' || event.type === 'usage') && event.usage !== undefined) usage = { ...usage, ...definedOnly(event.usage) };
       if (event.type === 'done') {
+        if (event.usage !== undefined) usage = { ...usage, ...definedOnly(event.usage) };
         const canonical = adapter.terminatorFrame?.(block);
         if (canonical === undefined) return { out: upTo(end), end: 'done' };
         const wire = new SseFrame(start === 0 ? canonical : Buffer.concat([bytes.subarray(0, start), canonical]));

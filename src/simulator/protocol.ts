@@ -13,6 +13,8 @@ export interface SimResponseContext {
   readonly promptTokens: number;
   /** OpenAI `stream_options.include_usage`; ignored by Anthropic (always sends usage). */
   readonly includeUsage: boolean;
+  /** What a dialect numbering its events needs of the reply so far (Responses: `sequence_number`, the text). */
+  readonly progress: { sequence: number; text: string };
 }
 
 /**
@@ -27,7 +29,7 @@ export interface SimDialect {
   /** Frames after the last token, terminator included. */
   finish(ctx: SimResponseContext, reason: SimFinishReason, completionTokens: number): string[];
   /** The provider's mid-stream error frame (after a 200). */
-  errorFrame(): string;
+  errorFrame(ctx: SimResponseContext): string;
   /** A non-stream response body. */
   completion(ctx: SimResponseContext, text: string, reason: SimFinishReason, completionTokens: number): unknown;
   /** An HTTP error body in the provider's shape for `status`. */

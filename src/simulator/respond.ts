@@ -28,6 +28,8 @@ export interface SimulatorHost {
 export interface SimRoute {
   readonly route: SimRequestRecord['route'];
   readonly dialect: SimDialect;
+  /** The response id's prefix (default `chatcmpl-sim` / `msg_sim`). */
+  readonly idPrefix?: string | undefined;
 }
 
 /** Answers one API request on `target`; resolves when the reply ended or the exchange did. */
@@ -123,10 +125,11 @@ function chooseTranscript(
 function responseContext(ex: Exchange, target: SimRoute, body: Record<string, unknown>, transcript: Transcript): SimResponseContext {
   const { record, seq: n } = ex;
   return {
-    id: target.route === 'openai' ? `chatcmpl-sim${n}` : `msg_sim${n}`,
+    id: `${target.idPrefix ?? (target.route === 'openai' ? 'chatcmpl-sim' : 'msg_sim')}${n}`,
     model: record.model || transcript.name,
     created: Math.floor(record.startedAt / 1000),
-    promptTokens: Math.max(1, Math.ceil(JSON.stringify(body.messages ?? body.prompt ?? '').length / 4)),
+    promptTokens: Math.max(1, Math.ceil(JSON.stringify(body.messages ?? body.prompt ?? body.input ?? '').length / 4)),
+    progress: { sequence: 0, text: '' },
     includeUsage:
       typeof body.stream_options === 'object' &&
       body.stream_options !== null &&

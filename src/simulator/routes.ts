@@ -1,6 +1,6 @@
 /**
  * The simulator's HTTP routes: `GET /healthz`, `GET /v1/models` (the transcripts), the API
- * routes with their dialects (OpenAI `POST /v1/chat/completions` and `POST /v1/completions`,
+ * routes with their dialects (OpenAI `POST /v1/chat/completions`, `POST /v1/responses` and `POST /v1/completions`,
  * Anthropic `POST /v1/messages`), the JSON routes (`POST /v1/embeddings`,
  * `POST /v1/messages/count_tokens`), and a JSON 404 / 405 for anything else.
  */
@@ -10,11 +10,13 @@ import { completionsDialect } from './completions';
 import { JSON_ROUTES, respondJson } from './json-routes';
 import { openaiDialect } from './openai';
 import { respond, SimRoute, SimulatorHost } from './respond';
+import { responsesDialect } from './responses';
 import { transcriptRegistry } from './settings';
 
 const ROUTES: Record<string, SimRoute> = {
   '/v1/chat/completions': { route: 'openai', dialect: openaiDialect },
-  '/v1/completions': { route: 'openai', dialect: completionsDialect },
+  '/v1/completions': { route: 'openai', dialect: completionsDialect, idPrefix: 'cmpl-sim' },
+  '/v1/responses': { route: 'openai', dialect: responsesDialect, idPrefix: 'resp_sim' },
   '/v1/messages': { route: 'anthropic', dialect: anthropicDialect },
 };
 

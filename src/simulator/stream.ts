@@ -53,7 +53,7 @@ export async function streamReply(ex: Exchange, plan: StreamPlan): Promise<void>
   const intervalMs = Number.isFinite(o.tokensPerSecond) ? 1000 / o.tokensPerSecond : 0;
   const start = Date.now();
   for (let i = 0; i <= limit; i++) {
-    if (midFault && i === faultAt) return midStreamFault(ex, dialect, o.fault);
+    if (midFault && i === faultAt) return midStreamFault(ex, dialect, ctx, o.fault);
     if (i === limit) break;
     if (intervalMs > 0) {
       const wait = start + i * intervalMs - Date.now();
@@ -70,10 +70,10 @@ export async function streamReply(ex: Exchange, plan: StreamPlan): Promise<void>
   end(ex, 'completed');
 }
 
-function midStreamFault(ex: Exchange, dialect: SimDialect, fault: SimFault): void {
+function midStreamFault(ex: Exchange, dialect: SimDialect, ctx: SimResponseContext, fault: SimFault): void {
   switch (fault) {
     case 'error-midstream':
-      end(ex, 'faulted', Buffer.from(dialect.errorFrame(), 'utf8'));
+      end(ex, 'faulted', Buffer.from(dialect.errorFrame(ctx), 'utf8'));
       return;
     case 'truncate':
       end(ex, 'faulted');

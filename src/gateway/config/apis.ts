@@ -35,7 +35,7 @@ export const API_SPECS: Readonly<Record<RouteApi, RouteApiSpec>> = {
 };
 
 /** The APIs served by default, in this order. */
-export const DEFAULT_APIS: readonly RouteApi[] = ['chat', 'completions', 'models', 'embeddings', 'messages', 'count_tokens'];
+export const DEFAULT_APIS: readonly RouteApi[] = ['chat', 'responses', 'completions', 'models', 'embeddings', 'messages', 'count_tokens'];
 
 /**
  * The API of a route that did not name one: a passthrough route's is `sse`; otherwise the

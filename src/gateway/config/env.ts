@@ -16,13 +16,17 @@ export const ENV_OVERRIDES: Readonly<Record<string, string>> = {
   TIDEGATE_IDLE_TIMEOUT_MS: 'timeouts.idleMs',
   TIDEGATE_TOTAL_TIMEOUT_MS: 'timeouts.totalMs',
   TIDEGATE_SHUTDOWN_GRACE_MS: 'shutdown.graceMs',
+  TIDEGATE_CORS_ORIGINS: 'cors.origins',
 };
+
+/** Dotted fields whose string values (environment) are comma-separated lists. */
+export const LIST_FIELDS: ReadonlySet<string> = new Set(['cors.origins']);
 
 /** Dotted fields whose string values (environment, flags) are converted with `Number`. */
 export const NUMERIC_FIELDS: ReadonlySet<string> = new Set(['port', 'stream.maxBufferedBytes', 'stream.stallTimeoutMs', 'stream.heartbeatMs', 'stream.kernelUnsentBytes', 'upstream.kernelReceiveBytes', 'timeouts.firstByteMs', 'timeouts.idleMs', 'timeouts.totalMs', 'shutdown.graceMs']);
 
-/** Sets `path` (dotted) in `target`, creating objects on the way; numeric fields are converted with `Number`. */
-export function setField(target: Record<string, unknown>, path: string, value: string | number | boolean | undefined): void {
+/** Sets `path` (dotted) in `target`, creating objects on the way; numeric fields are converted with `Number`, list fields split on commas. */
+export function setField(target: Record<string, unknown>, path: string, value: string | number | boolean | readonly string[] | undefined): void {
   if (value === undefined || value === '') return;
   const keys = path.split('.');
   let node = target;
@@ -30,6 +34,9 @@ export function setField(target: Record<string, unknown>, path: string, value: s
     const next = node[k];
     node = (typeof next === 'object' && next !== null ? next : (node[k] = {})) as Record<string, unknown>;
   }
-  node[keys[keys.length - 1]] = typeof value === 'string' && NUMERIC_FIELDS.has(path) ? Number(value) : value;
+  let v: unknown = value;
+  if (typeof value === 'string' && NUMERIC_FIELDS.has(path)) v = Number(value);
+  else if (typeof value === 'string' && LIST_FIELDS.has(path)) v = value.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  node[keys[keys.length - 1]] = v;
 }
 

@@ -46,7 +46,7 @@ export interface LoadConfigOptions {
   file?: string | undefined;
   env?: NodeJS.ProcessEnv | undefined;
   /** Dotted field → value (CLI flags), applied last. */
-  overrides?: Readonly<Record<string, string | number | boolean | undefined>> | undefined;
+  overrides?: Readonly<Record<string, string | number | boolean | readonly string[] | undefined>> | undefined;
   /** Routes appended to the configured (or default) ones, e.g. from `--passthrough`. */
   extraRoutes?: readonly Record<string, unknown>[] | undefined;
 }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { DEFAULT_MAX_BODY_BYTES } from '../../http/errors';
+import { corsSchema } from './cors';
 import { DEFAULT_UPSTREAM_RECEIVE_BYTES, MIN_UPSTREAM_RECEIVE_BYTES } from '../../http/node-hooks';
 import { int } from './fields';
 import { limitsSchema } from './limits';
@@ -77,6 +78,8 @@ export const configSchema = z
       })
       .strict()
       .prefault({}),
+    /** Browser origins allowed to call the gateway (off by default; docs/gateway.md, "Browsers and CORS"). */
+    cors: corsSchema,
     debug: z
       .object({
         /**

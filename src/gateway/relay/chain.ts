@@ -77,7 +77,7 @@ class ObserveSubscriber extends OperatorSubscriber<GatewayEvent, GatewayEvent> {
       this.seenToken = true;
       this.o.onFirstToken();
     }
-    const u = e.type === 'usage' || e.type === 'delta' || e.type === 'frames' ? e.usage : undefined;
+    const u = e.type === 'usage' || e.type === 'delta' || e.type === 'frames' || e.type === 'done' ? e.usage : undefined;
     if (u) {
       if (u.inputTokens !== undefined) this.o.usage.inputTokens = u.inputTokens;
       if (u.outputTokens !== undefined) this.o.usage.outputTokens = u.outputTokens;

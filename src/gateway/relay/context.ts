@@ -43,6 +43,7 @@ export class StreamContext {
   redaction: UpstreamRedaction | undefined;
   /** Headers committed before the upstream answered (`policy.earlyCommitMs`), with heartbeats. */
   early: EarlyCommit | undefined;
+  private readonly baseAdapter: ProviderAdapter;
   private readonly arrivedAt = performance.now();
   // One controller for everything that ends a stream from the gateway's side: the upstream call
   // and the bridge both watch it (an AbortSignal with its listener is about 1 KB of heap per stream).
@@ -69,13 +70,15 @@ export class StreamContext {
     this.totalTimer = totalMs > 0 ? setTimeout(() => this.abortWith(new TimeoutError('total', totalMs, `stream exceeded its total time of ${totalMs} ms`)), totalMs) : undefined;
     res.once('close', this.onClientClose);
     env.metrics.activeStreams.inc({ route: route.path });
-    this.adapter = env.adapter;
+    // A protocol whose errors continue the stream's numbering (Responses) gets its own adapter.
+    this.baseAdapter = env.adapter.forStream?.() ?? env.adapter;
+    this.adapter = this.baseAdapter;
   }
 
   /** Keeps the upstream's credentials and URL out of everything a client sees from now on. */
   redactWith(redaction: UpstreamRedaction): UpstreamRedaction {
     this.redaction = redaction;
-    this.adapter = scrubbingAdapter(this.env.adapter, redaction.errors);
+    this.adapter = scrubbingAdapter(this.baseAdapter, redaction.errors);
     return redaction;
   }
 

@@ -3,6 +3,7 @@ import {
   OPENAI_CHAT_BASIC_TOKENS,
   OPENAI_CHAT_LONG_TOKENS,
   OPENAI_COMPAT_EMOJI_TOKENS,
+  OPENAI_RESPONSES_BASIC_TOKENS,
 } from './recorded';
 
 /**
@@ -61,6 +62,11 @@ export const BUILTIN_TRANSCRIPTS: Readonly<Record<string, Transcript>> = Object.
     name: 'sim-claude',
     description: 'Recorded claude-sonnet-4-5 answer (vercel/ai fixture): 6 text deltas.',
     tokens: ANTHROPIC_TEXT_TOKENS,
+  },
+  'sim-responses': {
+    name: 'sim-responses',
+    description: 'Recorded gpt-4o-mini Responses answer (openai-dotnet session record): 9 ASCII tokens.',
+    tokens: OPENAI_RESPONSES_BASIC_TOKENS,
   },
   'sim-zh': {
     name: 'sim-zh',

@@ -1252,3 +1252,6 @@ export const ANTHROPIC_TEXT_TOKENS: readonly string[] = [
   " Is",
   " there anything I can help you with?",
 ];
+
+/** openai-responses-basic.sse (gpt-4o-mini via the Responses API, byte-exact capture): the `response.output_text.delta` deltas. */
+export const OPENAI_RESPONSES_BASIC_TOKENS: readonly string[] = ["Hello", "!", " How", " can", " I", " assist", " you", " today", "?"];

@@ -1,0 +1,156 @@
+import type { ServerResponse } from 'node:http';
+import { SseFrame, encodeSse, type SseEvent, type SseEventInit } from '../sse';
+import { UpstreamStreamError } from '../http/errors';
+import { codeOf, httpStatusOf, messageOf, writeJsonError } from './errors-http';
+import type { GatewayEvent, ProviderAdapter, TokenUsage } from './types';
+import { hasAsciiEscape, num, obj, parseObject, reencoder } from './wire';
+
+// The byte relay decodes a frame (after the first text) only when it may end the stream: a
+// terminal event's name, or an error (`"type":"error"`, `"error":{…}`).
+const TERMINAL_NEEDLES = [Buffer.from('.completed'), Buffer.from('.incomplete'), Buffer.from('.failed'), Buffer.from('rror"')];
+const SEQUENCE_NEEDLE = Buffer.from('"sequence_number":');
+
+/** What one stream remembers so the errors it writes continue its numbering and name its response. */
+interface ResponsesState {
+  /** The last `sequence_number` relayed (-1 before any). */
+  sequence: number;
+  responseId: string | undefined;
+  model: string | undefined;
+  createdAt: number | undefined;
+}
+
+/** The OpenAI error `{type, code, message}` of an error the upstream sent or tidegate raised. */
+function errorFields(error: unknown): { type: string; code: string | number | null; message: string } {
+  if (error instanceof UpstreamStreamError) return { type: error.type, code: error.providerCode, message: error.message };
+  return { type: 'tidegate_error', code: codeOf(error), message: messageOf(error) };
+}
+
+function usageOf(response: Record<string, unknown> | undefined): TokenUsage | undefined {
+  const u = obj(response?.usage);
+  if (u === undefined) return undefined;
+  return { inputTokens: num(u.input_tokens), outputTokens: num(u.output_tokens), totalTokens: num(u.total_tokens) };
+}
+
+/** An upstream `error` event (`{error: {type, code, message}}` as captured, or flat `{code, message}` as documented) or a `response.failed`. */
+function upstreamError(body: Record<string, unknown> | undefined, data: string, failed: boolean): UpstreamStreamError {
+  const e = failed ? obj(obj(body?.response)?.error) : (obj(body?.error) ?? body);
+  const code = e?.code;
+  return new UpstreamStreamError(
+    typeof e?.message === 'string' ? e.message : data,
+    typeof e?.type === 'string' && e.type !== 'error' ? e.type : failed ? 'server_error' : 'server_error',
+    typeof code === 'string' || typeof code === 'number' ? code : null,
+  );
+}
+
+/** The last `sequence_number` value in `frame`, or `undefined` (a native scan and a few digits). */
+function lastSequence(frame: Buffer): number | undefined {
+  const at = frame.lastIndexOf(SEQUENCE_NEEDLE);
+  if (at === -1) return undefined;
+  let i = at + SEQUENCE_NEEDLE.length;
+  while (frame[i] === 0x20) i++;
+  let n = 0;
+  let digits = 0;
+  for (; frame[i] >= 0x30 && frame[i] <= 0x39 && digits < 15; i++, digits++) n = n * 10 + (frame[i] - 0x30);
+  return digits > 0 ? n : undefined;
+}
+
+/** One stream's Responses adapter (see {@link responsesAdapter}). */
+function responsesStream(): ProviderAdapter {
+  const state: ResponsesState = { sequence: -1, responseId: undefined, model: undefined, createdAt: undefined };
+  return {
+    ...responsesAdapter,
+    decoder() {
+      const wireOf = reencoder();
+      return (e: SseEvent): GatewayEvent => {
+        const wire = wireOf(e);
+        const body = parseObject(e.data);
+        const type = e.type !== 'message' ? e.type : typeof body?.type === 'string' ? body.type : 'message';
+        const seq = num(body?.sequence_number);
+        if (seq !== undefined && seq > state.sequence) state.sequence = seq;
+        const response = obj(body?.response);
+        if (response !== undefined) {
+          if (typeof response.id === 'string') state.responseId = response.id;
+          if (typeof response.model === 'string') state.model = response.model;
+          if (typeof response.created_at === 'number') state.createdAt = response.created_at;
+        }
+        switch (type) {
+          case 'response.output_text.delta':
+            return typeof body?.delta === 'string' && body.delta.length > 0 ? { type: 'delta', text: body.delta, wire } : { type: 'frame', wire };
+          case 'response.completed':
+          case 'response.incomplete': {
+            const usage = usageOf(response);
+            return usage === undefined ? { type: 'done', wire } : { type: 'done', wire, usage };
+          }
+          case 'response.failed':
+            return { type: 'error', error: upstreamError(body, e.data, true), wire };
+          case 'error':
+            return { type: 'error', error: upstreamError(body, e.data, false), wire };
+          default:
+            return { type: 'frame', wire };
+        }
+      };
+    },
+    needsDecode(frame) {
+      const seq = lastSequence(frame);
+      if (seq !== undefined && seq > state.sequence) state.sequence = seq;
+      return TERMINAL_NEEDLES.some((needle) => frame.indexOf(needle) !== -1) || hasAsciiEscape(frame);
+    },
+    formatError(error): SseFrame {
+      const { type, code, message } = errorFields(error);
+      const errorEvent = { type: 'error', sequence_number: ++state.sequence, code, message, param: null, error: { type, code, message, param: null } };
+      const failed = {
+        type: 'response.failed',
+        sequence_number: ++state.sequence,
+        response: {
+          id: state.responseId ?? 'resp_tidegate',
+          object: 'response',
+          created_at: state.createdAt ?? Math.floor(Date.now() / 1000),
+          status: 'failed',
+          error: { code, message },
+          incomplete_details: null,
+          model: state.model ?? null,
+          output: [],
+          usage: null,
+        },
+      };
+      return new SseFrame(Buffer.from(encodeSse({ event: 'error', data: JSON.stringify(errorEvent) }) + encodeSse({ event: 'response.failed', data: JSON.stringify(failed) })));
+    },
+  };
+}
+
+/**
+ * OpenAI Responses (`POST /v1/responses`): `event: <type>` + `data: {"type": <type>,
+ * "sequence_number": n, …}` frames from `response.created` to one terminal event,
+ * `response.completed`, `response.incomplete` or `response.failed`; no `[DONE]`. Text is in
+ * `response.output_text.delta` (`delta`), usage in the terminal event's `response.usage`
+ * (`input_tokens`, `output_tokens`). An upstream `error` event or `response.failed` ends the
+ * stream as an error; EOF before a terminal event is a truncation.
+ *
+ * Errors after the first byte are written in the protocol, so openai-node raises them
+ * (`APIError` on the `error` event's `error` object): an `error` event (`code`, `message` at the
+ * top level as documented, and an `error` object as the API sends it) then `response.failed`
+ * with `error: {code, message}`, numbered after the last `sequence_number` relayed. That state is
+ * per stream: the relay takes {@link ProviderAdapter.forStream}'s adapter.
+ */
+export const responsesAdapter: ProviderAdapter = {
+  name: 'openai',
+  requiresTerminator: true,
+  defaultForwardHeaders: ['content-type', 'openai-organization', 'openai-project', 'openai-beta', 'x-request-id'],
+  forStream: responsesStream,
+  decoder() {
+    return responsesStream().decoder();
+  },
+  authHeaders(apiKey): Record<string, string> {
+    return apiKey ? { authorization: `Bearer ${apiKey}` } : {};
+  },
+  formatError(error): SseEventInit | SseFrame {
+    return responsesStream().formatError(error);
+  },
+  sendHttpError(res: ServerResponse, error) {
+    const { type, code, message } = errorFields(error);
+    writeJsonError(res, httpStatusOf(error), { error: { message, type, code, param: null } });
+  },
+  nonStreamBody(body) {
+    return { ...body, stream: false };
+  },
+};
