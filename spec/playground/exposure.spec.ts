@@ -3,7 +3,8 @@ import path from 'node:path';
 import { parseConfig } from '../../src/gateway/config';
 import { createLogger } from '../../src/gateway/logger';
 import { startGateway, type RunningGateway } from '../../src/gateway/server';
-import { isLoopbackHost } from '../../src/playground/exposure';
+import type { IncomingMessage } from 'node:http';
+import { arrivedOnLoopback, isLoopbackHost } from '../../src/playground/exposure';
 import { CaptureTransport } from '../gateway/helpers';
 
 const CLI = path.join(__dirname, '../../dist/gateway/cli.js');
@@ -41,6 +42,14 @@ describe('playground exposure', () => {
   it('tells loopback addresses from public ones', () => {
     for (const h of ['127.0.0.1', '127.8.9.10', '::1', '[::1]', '0:0:0:0:0:0:0:1', '::ffff:127.0.0.1', 'localhost', 'LOCALHOST']) expect([h, isLoopbackHost(h)]).toEqual([h, true]);
     for (const h of ['0.0.0.0', '::', '10.0.0.1', '128.0.0.1', '192.168.1.2', '::2', 'example.com', 'localhost.example.com', '::ffff:10.0.0.1']) expect([h, isLoopbackHost(h)]).toEqual([h, false]);
+  });
+
+  it('by default, serves a request only when it arrived on a loopback address (an embedding app.listen(port) binds every interface)', async () => {
+    const arrived = (localAddress: string | undefined): boolean => arrivedOnLoopback({ socket: { localAddress } } as unknown as IncomingMessage);
+    expect([arrived('127.0.0.1'), arrived('::1'), arrived('::ffff:127.0.0.1')]).toEqual([true, true, true]);
+    expect([arrived('10.1.2.3'), arrived('192.168.0.7'), arrived('fe80::1'), arrived(undefined)]).toEqual([false, false, false, false]);
+    // Through a real socket on loopback, the default gateway still serves it.
+    expect((await surfaces('127.0.0.1')).page).toBe(200);
   });
 
   it('the CLI on --host 0.0.0.0 serves no playground unless --playground is given', async () => {

@@ -1,6 +1,6 @@
 import { setMaxListeners } from 'node:events';
 import { playgroundRouter } from '../playground';
-import { playgroundEnabled } from '../playground/exposure';
+import { arrivedOnLoopback, playgroundEnabled } from '../playground/exposure';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import { ShutdownError } from '../errors';
 import type { ProviderAdapter } from '../providers/types';
@@ -116,7 +116,9 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
   const playground = playgroundEnabled(config.playground.enabled, config.host)
     ? playgroundRouter({ maxTelemetrySubscribers: config.playground.maxTelemetrySubscribers, maxRunsPerClient: config.playground.maxRunsPerClient })
     : undefined;
-  if (playground) app.use('/playground', playground);
+  // Served by default only on loopback: by the configured host, and by where each request arrived.
+  if (playground && config.playground.enabled === true) app.use('/playground', playground);
+  else if (playground) app.use('/playground', (req, res, next) => (arrivedOnLoopback(req) ? playground(req, res, next) : next()));
   if (config.metrics.enabled) {
     app.get(config.metrics.path, (_req, res, next) => {
       metrics.registry

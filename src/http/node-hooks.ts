@@ -13,7 +13,6 @@
  * | `socketFd` | `net.Socket#_handle.fd` (a TLS socket's: `_handle._parent.fd`) | the descriptor the socket options addon works on |
  * | `createConnection` on the upstream agents | `http.Agent` opens each socket through its `createConnection(options, callback)` | the upstream socket's receive buffer is bounded before the request is written |
  * | `Socket#destroySoon` replaced | Node's HTTP server ends a `Connection: close` response's socket with `socket.destroySoon()` | a lingering close instead of a reset while a client still uploads |
- *
  * | agent view (`callAgent`) | as the `addRequest` wrapper, on a caller's own agent | the same, without changing the caller's agent |
  *
  * The interface to the rest of the code: {@link upstreamAgent}, {@link callAgent}, {@link withClientRequest},
@@ -26,24 +25,9 @@ import https from 'node:https';
 import net, { type Socket } from 'node:net';
 import { setSocketOption } from './socket-options';
 
-/**
- * Bytes libuv reads from an upstream socket at once (plain HTTP) unless the call sets
- * {@link UpstreamRequest.readBytes}. Every upstream socket reads into one shared buffer (net
- * `onread`) instead of a fresh 64 KiB one per read, so a read holds at most this much, and a
- * paused socket holds nothing: `pause()` stops reading at once instead of after one more read
- * into the socket's own buffer.
- */
-export const UPSTREAM_READ_BYTES = 16 * 1024;
-/** Largest read of an upstream socket, bytes, with {@link UpstreamRequest.readBytes} (Node's own read size). */
-export const UPSTREAM_MAX_READ_BYTES = 64 * 1024;
-/** Smallest read of an upstream socket, bytes: a `readBytes` below it still reads this much. */
-export const UPSTREAM_MIN_READ_BYTES = 1024;
-/**
- * Readable high-water mark of an upstream response (`IncomingMessage` takes its socket's), bytes:
- * a paused body stops its socket once this much is queued (plus the rest of the read in progress,
- * at most {@link UPSTREAM_READ_BYTES}, or the call's `readBytes`).
- */
-export const UPSTREAM_HIGH_WATER_MARK = 4 * 1024;
+import { UPSTREAM_HIGH_WATER_MARK, UPSTREAM_MAX_READ_BYTES, UPSTREAM_MIN_READ_BYTES, UPSTREAM_READ_BYTES } from './read-sizes';
+
+export { UPSTREAM_HIGH_WATER_MARK, UPSTREAM_MAX_READ_BYTES, UPSTREAM_MIN_READ_BYTES, UPSTREAM_READ_BYTES } from './read-sizes';
 
 const sharedReadBuffer = Buffer.allocUnsafeSlow(UPSTREAM_MAX_READ_BYTES);
 const defaultReadView = sharedReadBuffer.subarray(0, UPSTREAM_READ_BYTES);

@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import { isIP } from 'node:net';
 
 /**
@@ -20,4 +21,15 @@ export function isLoopbackHost(host: string): boolean {
  */
 export function playgroundEnabled(enabled: boolean | undefined, host: string): boolean {
   return enabled ?? isLoopbackHost(host);
+}
+
+/**
+ * The same rule per request, for a gateway whose `host` says loopback: the request must also
+ * have arrived on a loopback address of this machine (`req.socket.localAddress`). An app that
+ * embeds the gateway and calls `app.listen(port)` binds every interface whatever `host` says;
+ * a request that came in through another interface is not served the playground.
+ */
+export function arrivedOnLoopback(req: IncomingMessage): boolean {
+  const local = req.socket.localAddress;
+  return local !== undefined && isLoopbackHost(local);
 }
