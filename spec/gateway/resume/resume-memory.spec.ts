@@ -112,6 +112,34 @@ describe('resume (memory store)', () => {
     expect(alice.events.length).toBe(first.events.length);
   });
 
+  it('resumes an error-ended stream from its last event as SSE ending with the error event the original ended with', async () => {
+    const first = await readSse(`${t.gateway.url}/resume/v1/chat/completions`, { body: chat(), headers: { 'x-sim-fault': 'reset' } });
+    const streamId = String(first.headers['x-tidegate-stream-id']);
+    await first.ended;
+    const error = first.events[first.events.length - 1]!;
+    expect(JSON.parse(error.data)).toMatchObject({ error: { code: 'ERR_TIDEGATE_UPSTREAM_RESET' } });
+    const numbered = first.events.filter((e) => e.lastEventId.startsWith(streamId));
+    const last = numbered[numbered.length - 1]!.lastEventId;
+    const again = await readSse(`${t.gateway.url}/v1/streams/${streamId}`, { headers: { 'last-event-id': last } });
+    await again.ended;
+    expect(again.status).toBe(200);
+    expect(again.headers['content-type']).toMatch(/^text\/event-stream/);
+    expect(again.events.map((e) => [e.type, e.data])).toEqual([[error.type, error.data]]);
+  });
+
+  it('answers a clean empty 200 to a resume of a completed stream after its terminator', async () => {
+    const first = await readSse(`${t.gateway.url}/resume/v1/chat/completions`, { body: chat() });
+    const streamId = String(first.headers['x-tidegate-stream-id']);
+    await first.ended;
+    const done = first.events[first.events.length - 1]!;
+    expect(done.data).toBe('[DONE]');
+    const again = await readSse(`${t.gateway.url}/v1/streams/${streamId}`, { headers: { 'last-event-id': done.lastEventId } });
+    await again.ended;
+    expect(again.status).toBe(200);
+    expect(again.headers['content-type']).toMatch(/^text\/event-stream/);
+    expect(again.events).toEqual([]);
+  });
+
   it('takes one credential in either header: a stream started with Bearer K resumes with x-api-key K', async () => {
     const first = await readSse(`${t.gateway.url}/resume/v1/chat/completions`, { body: chat(), headers: { authorization: 'Bearer carol' } });
     const streamId = String(first.headers['x-tidegate-stream-id']);

@@ -2,6 +2,8 @@ import type { Request, Response } from 'express';
 import { codeOf } from '../../express/error-shapes';
 import { sendFlow, type StreamResult } from '../../express/send-flow';
 import { ByteBudget } from '../../flow/budget';
+import { Flow } from '../../flow/flow';
+import type { Subscriber, Subscription } from '../../flow/types';
 import type { ProviderAdapter } from '../../providers/types';
 import type { ResolvedRoute } from '../config';
 import type { Logger } from '../logger';
@@ -55,7 +57,7 @@ export async function serveResume(req: Request, res: Response, streamId: string,
     const afterSeq = resumePoint(req, streamId);
     const events = await stored.reader(afterSeq);
     service.metrics.resumes.inc({ route: routePath });
-    const handle = sendFlow(res, events, {
+    const handle = sendFlow(res, endAfterSubscribe(events), {
       prefetch: route.policy.prefetch,
       budget: new ByteBudget(route.policy.maxBufferedBytes),
       stallTimeoutMs: route.policy.stallTimeoutMs,
@@ -87,4 +89,27 @@ function resumePoint(req: Request, streamId: string): number {
   if (after === undefined) return 0;
   if (typeof after !== 'string' || !/^\d{1,15}$/.test(after)) throw new ResumeRequestError('after must be the seq of an event (a non-negative integer)');
   return Number(after);
+}
+
+/**
+ * `events` with an end signalled while it is being subscribed (a stream that already ended,
+ * resumed after its last event) held until the subscription returned: `sendFlow` then commits
+ * the SSE headers first, and the resume ends as the original did, with its error event in the
+ * route's protocol (not an HTTP error) or a clean end. The log was found valid before, so a
+ * resume that gets this far is a 200.
+ */
+function endAfterSubscribe(events: Flow<Buffer>): Flow<Buffer> {
+  return new Flow<Buffer>((actual) => {
+    let subscribing = true;
+    let held: (() => void) | undefined;
+    const relay: Subscriber<Buffer> = {
+      onSubscribe: (s: Subscription) => actual.onSubscribe(s),
+      onNext: (b) => actual.onNext(b),
+      onError: (e) => (subscribing ? (held = () => actual.onError(e)) : actual.onError(e)),
+      onComplete: () => (subscribing ? (held = () => actual.onComplete()) : actual.onComplete()),
+    };
+    events.subscribeWith(relay);
+    subscribing = false;
+    if (held !== undefined) queueMicrotask(held);
+  });
 }
