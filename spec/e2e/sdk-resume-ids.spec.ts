@@ -35,9 +35,9 @@ async function openaiText(prefix: string): Promise<{ text: string; usage: unknow
   return { text, usage };
 }
 
-async function anthropicText(prefix: string): Promise<{ text: string; usage: unknown }> {
+async function anthropicText(prefix: string, model = 'sim-zh'): Promise<{ text: string; usage: unknown }> {
   const client = new Anthropic({ baseURL: `${t.gateway.url}${prefix}`, apiKey: 'k', maxRetries: 0 });
-  const stream = await client.messages.create({ model: 'sim-zh', max_tokens: 1000, stream: true, messages: [{ role: 'user', content: 'hi' }] });
+  const stream = await client.messages.create({ model, max_tokens: 1000, stream: true, messages: [{ role: 'user', content: 'hi' }] });
   let text = '';
   let usage: unknown;
   for await (const e of stream) {
@@ -65,5 +65,29 @@ describe('the official SDKs on a resumable route', () => {
     const [plain, resumable] = await Promise.all([anthropicText(''), anthropicText('/resume')]);
     expect(resumable.text.length).toBeGreaterThan(10);
     expect(resumable).toEqual(plain);
+  });
+
+  it('@anthropic-ai/sdk: the events the SDK yields count the seqs (ping has none), so ?after=<count> resumes with no duplicate', async () => {
+    const body = { model: 'sim-claude', max_tokens: 1000, stream: true as const, messages: [{ role: 'user' as const, content: 'hi' }] };
+    const direct = await anthropicText('', 'sim-claude');
+    const client = new Anthropic({ baseURL: `${t.gateway.url}/resume`, apiKey: 'k', maxRetries: 0 });
+    const { data: stream, response } = await client.messages.create(body).withResponse();
+    const streamId = String(response.headers.get('x-tidegate-stream-id'));
+    let count = 0;
+    let text = '';
+    for await (const e of stream) {
+      count++;
+      if (e.type === 'content_block_delta' && e.delta.type === 'text_delta') text += e.delta.text;
+      if (count === 6) break;
+    }
+    const rest = await readSse(`${t.gateway.url}/v1/streams/${streamId}?after=${count}`, { headers: { 'x-api-key': 'k' } });
+    await rest.ended;
+    expect(rest.status).toBe(200);
+    for (const e of rest.events) {
+      const data = JSON.parse(e.data) as { type: string; delta?: { type: string; text?: string } };
+      if (data.type === 'content_block_delta' && data.delta?.type === 'text_delta') text += data.delta.text;
+    }
+    expect(direct.text.length).toBeGreaterThan(10);
+    expect(text).toBe(direct.text);
   });
 });

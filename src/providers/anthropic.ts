@@ -46,6 +46,7 @@ const ANTHROPIC_TYPE_BY_STATUS: Readonly<Record<number, string>> = {
  * `@anthropic-ai/sdk` raises as `APIError`.
  */
 export const anthropicAdapter: ProviderAdapter = {
+  isKeepAlive: (event) => event.event === 'ping',
   name: 'anthropic',
   requiresTerminator: true,
   defaultForwardHeaders: ['content-type', 'anthropic-version', 'anthropic-beta'],

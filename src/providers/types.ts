@@ -70,6 +70,11 @@ export interface ProviderAdapter {
   forStream?: (() => ProviderAdapter) | undefined;
   /** An error answered before the stream started: status and JSON body in the provider's shape. */
   sendHttpError(res: ServerResponse, error: unknown): void;
+  /**
+   * True for a provider keep-alive event (Anthropic's `event: ping`), which SDKs drop: a
+   * resumable stream gives it no `id:` and no seq, so the events an SDK yields count the seqs.
+   */
+  isKeepAlive?: ((event: { readonly event?: string | undefined }) => boolean) | undefined;
   /** Rewrites a JSON request body to ask the upstream for a non-stream answer (the `stream: false` fallback). */
   nonStreamBody?: ((body: Record<string, unknown>) => Record<string, unknown>) | undefined;
 }

@@ -38,12 +38,13 @@ export class MemoryResumeStore implements ResumeStore {
 
   constructor(private readonly options: MemoryStoreOptions) {}
 
-  open(source: Flow<BridgeElement>, meta: StreamMeta): ReplayStream {
+  open(source: Flow<BridgeElement>, meta: StreamMeta, isKeepAlive?: ReplayStreamOptions['isKeepAlive']): ReplayStream {
     const hooks = this.options.hooks?.(meta);
     const stream: ReplayStream = new ReplayStream(source, {
       streamId: meta.streamId,
       windowBytes: meta.settings.windowBytes,
       lingerMs: meta.settings.lingerMs,
+      isKeepAlive,
       onAppend: (seq, bytes, firstSeq) => {
         this.recount(meta.streamId);
         hooks?.onAppend?.(seq, bytes, firstSeq);

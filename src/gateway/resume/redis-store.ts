@@ -6,7 +6,7 @@ import type { Logger } from '../logger';
 import { ResumeGapError, ResumeRequestError } from './errors';
 import { MemoryResumeStore } from './memory-store';
 import { followRedis, type RedisStreamKeys } from './redis-follower';
-import type { ReplayStream, ReplayTerminal } from './replay-stream';
+import type { ReplayStream, ReplayStreamOptions, ReplayTerminal } from './replay-stream';
 import type { ResumeStore, StoredStream, StreamMeta } from './store';
 
 /** Options of a {@link RedisResumeStore}. */
@@ -61,7 +61,7 @@ export class RedisResumeStore implements ResumeStore {
     });
   }
 
-  open(source: Flow<BridgeElement>, meta: StreamMeta): ReplayStream {
+  open(source: Flow<BridgeElement>, meta: StreamMeta, isKeepAlive?: ReplayStreamOptions['isKeepAlive']): ReplayStream {
     const keys = this.keys(meta.streamId);
     const liveMs = meta.settings.retentionMs + 2 * this.options.leaseMs;
     void this.redis
@@ -70,7 +70,7 @@ export class RedisResumeStore implements ResumeStore {
       .set(keys.lease, this.instanceId, 'PX', this.options.leaseMs)
       .exec()
       .catch(this.warn);
-    const stream = this.local.open(source, meta);
+    const stream = this.local.open(source, meta, isKeepAlive);
     // Renew the lease; while no reader is attached here, look for one on another instance.
     const renew = setInterval(() => {
       void this.redis.multi().set(keys.lease, this.instanceId, 'PX', this.options.leaseMs).pexpire(keys.meta, liveMs).pexpire(keys.events, liveMs).exec().catch(this.warn);

@@ -23,6 +23,12 @@ export interface ReplayStreamOptions {
   windowBytes: number;
   /** With no attached reader, the upstream is kept this long, then cancelled, ms. */
   lingerMs: number;
+  /**
+   * True for a provider keep-alive event (Anthropic's `ping`, which SDKs drop): it gets no `id:`
+   * and no seq, and goes out just before the next numbered event (in the same log entry), so
+   * the events an SDK yields count the seqs. One that no numbered event follows is dropped.
+   */
+  isKeepAlive?: ((event: { readonly event?: string | undefined }) => boolean) | undefined;
   /** Called with each event as it enters the log (a store mirrors it), and the window's first seq after trimming. */
   onAppend?: ((seq: number, bytes: Buffer, firstSeq: number) => void) | undefined;
   /** Called once when the stream ends, however it ends. */
@@ -70,6 +76,8 @@ export class ReplayStream implements Subscriber<BridgeElement> {
   private lingerTimer: NodeJS.Timeout | undefined;
   private pulling = false;
   private pullAgain = false;
+  /** Encoded keep-alive events waiting for the next numbered event. */
+  private keepAlive: Buffer | undefined;
   /** The last seq a reader on another instance has (shared store), `undefined` when none follows. */
   private remote: number | undefined;
 
@@ -189,7 +197,14 @@ export class ReplayStream implements Subscriber<BridgeElement> {
     const seq = this.window.lastSeq + 1;
     let bytes: Buffer;
     try {
+      if (isEvent(element) && this.options.isKeepAlive?.(element) === true) {
+        const ping = encodeSseBuffer(element);
+        this.keepAlive = this.keepAlive === undefined ? ping : Buffer.concat([this.keepAlive, ping]);
+        return this.pull();
+      }
       bytes = encodeWithId(element, eventId(this.options.streamId, seq));
+      if (this.keepAlive !== undefined) bytes = Buffer.concat([this.keepAlive, bytes]);
+      this.keepAlive = undefined;
     } catch (err) {
       // encodeSse refuses an event field with CR or LF (injection): the stream ends with it.
       return this.abort(err);
@@ -380,4 +395,9 @@ function encodeWithId(element: BridgeElement, id: string): Buffer {
   if (element instanceof SseFrame) return element.bytes;
   if (element instanceof Uint8Array) return Buffer.from(element);
   return encodeSseBuffer({ ...element, id });
+}
+
+/** True for an event to encode (not encoded bytes or a frame). */
+function isEvent(element: BridgeElement): element is Exclude<BridgeElement, SseFrame | Uint8Array> {
+  return !(element instanceof SseFrame) && !(element instanceof Uint8Array);
 }

@@ -7,7 +7,7 @@ import type { GatewayMetrics } from '../metrics';
 import { credentialHash } from './ids';
 import { MemoryResumeStore } from './memory-store';
 import { ResumeMetrics } from './metrics';
-import type { ReplayTerminal } from './replay-stream';
+import type { ReplayStreamOptions, ReplayTerminal } from './replay-stream';
 import type { ResumeSettings } from './settings';
 import type { ResumeStore, StoredStream } from './store';
 
@@ -48,11 +48,12 @@ export class ResumeService {
 
   /**
    * Shares `flow` (a route's events after its policies) under `streamId` in the route's store,
-   * and returns the first reader. The request's credential is kept as a hash.
+   * and returns the first reader. The request's credential is kept as a hash; `isKeepAlive`
+   * names the provider's keep-alive events, which get no seq (see {@link ReplayStreamOptions}).
    */
-  share(streamId: string, flow: Flow<BridgeElement>, route: ResolvedRoute & { resume: ResumeSettings }, req: Request): SharedStream {
+  share(streamId: string, flow: Flow<BridgeElement>, route: ResolvedRoute & { resume: ResumeSettings }, req: Request, isKeepAlive?: ReplayStreamOptions['isKeepAlive']): SharedStream {
     const store = this.storeFor(route.resume);
-    const stream = store.open(flow, { streamId, routePath: route.path, credentialHash: credentialHash(req.headers), settings: route.resume });
+    const stream = store.open(flow, { streamId, routePath: route.path, credentialHash: credentialHash(req.headers), settings: route.resume }, isKeepAlive);
     return { reader: stream.reader(0), done: stream.done, abort: (reason) => stream.abort(reason), cancelIfUnread: () => stream.cancelIfUnread() };
   }
 

@@ -1,6 +1,6 @@
 import type { Flow } from '../../flow/flow';
 import type { BridgeElement } from '../../express/send-flow';
-import type { ReplayStream } from './replay-stream';
+import type { ReplayStream, ReplayStreamOptions } from './replay-stream';
 import type { ResumeSettings } from './settings';
 
 /** What a store keeps about a stream besides its events. */
@@ -33,7 +33,7 @@ export interface StoredStream {
 export interface ResumeStore {
   readonly kind: ResumeSettings['store'];
   /** Shares `source` as a {@link ReplayStream} whose log this store keeps until its retention ends. */
-  open(source: Flow<BridgeElement>, meta: StreamMeta): ReplayStream;
+  open(source: Flow<BridgeElement>, meta: StreamMeta, isKeepAlive?: ReplayStreamOptions['isKeepAlive']): ReplayStream;
   /** The stream `streamId`, or `undefined` when unknown, expired or evicted. */
   find(streamId: string): Promise<StoredStream | undefined>;
   /** Bytes of every log this store holds in this process. */
