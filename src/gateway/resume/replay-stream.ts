@@ -76,6 +76,8 @@ export class ReplayStream implements Subscriber<BridgeElement> {
   private lingerTimer: NodeJS.Timeout | undefined;
   private pulling = false;
   private pullAgain = false;
+  /** Set on shutdown: a stream whose last reader leaves is cancelled at once. */
+  private noLinger = false;
   /** Encoded keep-alive events waiting for the next numbered event. */
   private keepAlive: Buffer | undefined;
   /** The last seq a reader on another instance has (shared store), `undefined` when none follows. */
@@ -169,11 +171,12 @@ export class ReplayStream implements Subscriber<BridgeElement> {
   }
 
   /**
-   * Cancels the upstream at once when the stream is detached (no reader here or on another
-   * instance), without waiting for `lingerMs`: a shutdown does not wait for streams nobody reads.
-   * Returns whether it cancelled.
+   * Ends the linger (shutdown): cancels the upstream at once when the stream is detached (no
+   * reader here or on another instance), and from now on as soon as its last reader leaves,
+   * without waiting for `lingerMs`. Returns whether it cancelled now.
    */
   cancelIfDetached(): boolean {
+    this.noLinger = true;
     if (!this.detached) return false;
     this.cancelUpstream();
     return true;
@@ -319,7 +322,7 @@ export class ReplayStream implements Subscriber<BridgeElement> {
 
   private startLinger(): void {
     this.stopLinger();
-    if (this.options.lingerMs <= 0) return this.cancelUpstream();
+    if (this.options.lingerMs <= 0 || this.noLinger) return this.cancelUpstream();
     this.lingerTimer = setTimeout(() => this.cancelUpstream(), this.options.lingerMs);
   }
 

@@ -62,7 +62,7 @@ export class ResumeService {
     return (await this.memory.find(streamId)) ?? (await this.options.redis?.find(streamId));
   }
 
-  /** Cancels at once every stream produced here that no reader reads (shutdown); returns how many. */
+  /** Shutdown: see {@link ResumeStore.cancelDetached}; returns how many streams it cancelled now. */
   cancelDetached(): number {
     return this.stores().reduce((n, s) => n + s.cancelDetached(), 0);
   }

@@ -40,7 +40,10 @@ export interface ResumeStore {
   logBytes(): number;
   /** Streams produced here with no reader attached, lingering. */
   detachedStreams(): number;
-  /** Cancels at once every stream produced here with no reader attached (shutdown); returns how many. */
+  /**
+   * Shutdown: cancels at once every stream produced here with no reader attached, and each other
+   * one as soon as its last reader leaves (no linger); returns how many it cancelled now.
+   */
   cancelDetached(): number;
   /** Drops every log and releases connections and timers. */
   close(): Promise<void>;
