@@ -2,7 +2,8 @@ import { addDemand } from '../../flow/demand';
 import { Flow } from '../../flow/flow';
 import type { Subscriber, Subscription } from '../../flow/types';
 import type { BridgeElement } from '../../express/send-flow';
-import { encodeSseBuffer, SseFrame } from '../../sse';
+import { encodeSseBuffer } from '../../sse';
+import { encodeWithId, isEvent } from './encode-event';
 import { ResumeGapError, ResumeRequestError } from './errors';
 import { eventId } from './ids';
 import { ReplayWindow } from './window';
@@ -391,16 +392,4 @@ class ReplayReader implements Subscription {
     if (t.kind === 'complete') this.actual.onComplete();
     else this.actual.onError(t.kind === 'error' ? t.error : t.reason);
   }
-}
-
-/** An element's SSE bytes with `id` set (events); encoded bytes and frames are kept as they are. */
-function encodeWithId(element: BridgeElement, id: string): Buffer {
-  if (element instanceof SseFrame) return element.bytes;
-  if (element instanceof Uint8Array) return Buffer.from(element);
-  return encodeSseBuffer({ ...element, id });
-}
-
-/** True for an event to encode (not encoded bytes or a frame). */
-function isEvent(element: BridgeElement): element is Exclude<BridgeElement, SseFrame | Uint8Array> {
-  return !(element instanceof SseFrame) && !(element instanceof Uint8Array);
 }
