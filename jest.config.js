@@ -4,8 +4,10 @@ module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/spec'],
   testMatch: ['**/*.spec.ts'],
-  // Socket tests open real servers; two workers on a 2-core machine keep timings honest.
-  maxWorkers: 2,
+  // Socket specs open real servers and gateway processes and measure their timing and memory:
+  // one spec file at a time leaves them the machine's cores, so a result never depends on
+  // which other heavy spec happened to run beside it.
+  maxWorkers: 1,
   testTimeout: 30000,
   transform: {
     '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }],

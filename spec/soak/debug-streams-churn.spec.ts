@@ -107,6 +107,12 @@ describe('GET /debug/streams under churn', () => {
     up.scripts.set('ok', () => events(15, 'ok'));
     up.scripts.set('big', () => Array.from({ length: 10_000 }, () => BIG_EVENT));
     up.scripts.set('bigger', () => Array.from({ length: 2_000 }, () => BIGGER_EVENT));
+    // The same, paced (a 10 ms pause every 20 events): with the kernel's unsent queue bounded, a
+    // non-reading client's budget fills within milliseconds of a burst; paced, its stream lives
+    // long enough for the snapshots to see it fill.
+    const paced = (event: string, length: number) => (): Step[] => Array.from({ length }, (_, i): Step[] => (i % 20 === 19 ? [event, 10] : [event])).flat();
+    up.scripts.set('big-paced', paced(BIG_EVENT, 10_000));
+    up.scripts.set('bigger-paced', paced(BIGGER_EVENT, 2_000));
     up.scripts.set('500', (_q, res) => void res.writeHead(500, { 'content-type': 'application/json' }).end('{"error":{"message":"boom"}}'));
     up.scripts.set('flaky', (_q, res) => {
       if (flaky++ % 2 === 0) return void res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '0' }).end('{"error":{"message":"busy"}}');
@@ -210,7 +216,7 @@ describe('GET /debug/streams under churn', () => {
     const poll = poller(`${pollServer.url}/debug/streams`);
     const cs: RawClient[] = [];
     for (let i = 0; i < 6; i++) {
-      const c = await RawClient.request(gw.port, i % 2 === 0 ? '/term' : '/term-ev', { headers: { 'x-script': i % 3 === 0 ? 'bigger' : 'big' } });
+      const c = await RawClient.request(gw.port, i % 2 === 0 ? '/term' : '/term-ev', { headers: { 'x-script': i % 3 === 0 ? 'bigger-paced' : 'big-paced' } });
       clients.push(c);
       cs.push(c);
       c.readSome(i * 5000);
