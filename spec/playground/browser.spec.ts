@@ -159,7 +159,7 @@ const HOLDS: LayoutFacts = { pageScrollsSideways: false, overlappingCards: [], c
       expect(panel.y).toBeGreaterThanOrEqual(form.y + form.height);
       expect(Math.abs(panel.width - form.width)).toBeLessThan(2);
       expect(errors).toEqual([]);
-      await screenshot(page, 'playground-390');
+      await screenshot(page, 'playground-phone');
     } finally {
       await page.close();
     }
