@@ -1,36 +1,15 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
-import net from 'node:net';
-import path from 'node:path';
 import { connectSse, defaultSseAgent } from '../../src/client';
 import { TimeoutError } from '../../src/errors';
 import { upstreamAgent } from '../../src/http/node-hooks';
 import { waitFor } from '../harness/net';
 import { collect, isDone, pooledSockets, scriptedServers, sseHead, within } from './helpers';
+import { blackHole } from '../harness/black-hole';
 
 // connectSse sends through tidegate's one upstream HTTP stack (src/http): the connect and
 // first-byte deadlines and the upstream agent's sized reads apply to every attempt.
 
 const serve = scriptedServers();
-
-/** A listener that never accepts (see spec/http/request-connect.spec.ts): a new connection hangs in SYN-SENT. */
-async function blackHole(): Promise<{ port: number; close(): void }> {
-  const py: ChildProcess = spawn('python3', [path.join(__dirname, '../harness/no-accept.py')], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const port = await new Promise<number>((resolve, reject) => {
-    py.stdout!.once('data', (d: Buffer) => resolve(Number(String(d).trim())));
-    py.once('error', reject);
-  });
-  const filler = net.connect(port, '127.0.0.1');
-  filler.on('error', () => undefined);
-  await new Promise<void>((resolve) => filler.once('connect', () => resolve()));
-  return {
-    port,
-    close() {
-      filler.destroy();
-      py.kill();
-    },
-  };
-}
 
 describe('connectSse over the upstream HTTP stack', () => {
   it('fails with TimeoutError kind connect when the connection is not established within connectTimeoutMs', async () => {
