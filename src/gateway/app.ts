@@ -16,6 +16,7 @@ import { adapterFor } from './route-adapters';
 import { errorShapeFor, isJsonContentType, noRouteHandler, PLAIN_ERRORS } from './route-errors';
 import { RESUME_PATH, serveResume, type ResumeEndpointDeps } from './resume/endpoints';
 import { parseEventId } from './resume/ids';
+import { RESPONSES_RETRIEVE_SUFFIX, serveResponsesRetrieve } from './resume/responses-endpoint';
 import { ResumeService } from './resume/service';
 import { redisStore } from './resume/redis-config';
 
@@ -223,6 +224,19 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
     for (const method of route.methods) {
       if (method === 'GET') app.get(route.path, admit, handler);
       else app.post(route.path, admit, readBody, handler);
+    }
+    if (route.api === 'responses' && route.resume !== undefined && resumeDeps !== undefined) {
+      // OpenAI's retrieve (`responses.retrieve(id, { stream: true, starting_after })`) resumes here,
+      // whatever the upstream supports; a streamed one holds a slot as /v1/streams does.
+      app.get(`${route.path}${RESPONSES_RETRIEVE_SUFFIX}`, (req: Request, res: Response) => {
+        if (!ready) return adapter.sendHttpError(res, new ShutdownError('gateway is shutting down; retry on another instance'));
+        if (req.query.stream === 'true') {
+          const release = admission.admitStream(req);
+          if (release instanceof AdmissionError) return admission.refuse(req, res, adapter, release);
+          res.once('close', release);
+        }
+        track(serveResponsesRetrieve(req, res, route.path, resumeDeps));
+      });
     }
     // A body the parser rejects gets the provider's JSON error, not Express' HTML page.
     app.use(route.path, (err: unknown, _req: Request, res: Response, next: NextFunction) => {

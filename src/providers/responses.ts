@@ -54,6 +54,28 @@ function lastSequence(frame: Buffer): number | undefined {
   return digits > 0 ? n : undefined;
 }
 
+/**
+ * The JSON object the `data:` lines of one encoded SSE event carry (several lines joined by LF,
+ * as the WHATWG parser joins them), or `undefined` when it carries none or not an object.
+ */
+export function eventDataOf(bytes: Buffer): Record<string, unknown> | undefined {
+  const data: string[] = [];
+  for (const line of bytes.toString('utf8').split(/\r\n|\r|\n/)) {
+    if (line.startsWith('data:')) data.push(line.slice(line.startsWith('data: ') ? 6 : 5));
+  }
+  return data.length === 0 ? undefined : parseObject(data.join('\n'));
+}
+
+/**
+ * The `response.id` a Responses event names (`response.created` names it first), read from the
+ * event's encoded SSE bytes as the client got them; `undefined` for an event without one.
+ */
+export function responseIdOf(bytes: Buffer): string | undefined {
+  if (bytes.indexOf('"response"') === -1) return undefined;
+  const id = obj(eventDataOf(bytes)?.response)?.id;
+  return typeof id === 'string' && id !== '' ? id : undefined;
+}
+
 /** One stream's Responses adapter (see {@link responsesAdapter}). */
 function responsesStream(): ProviderAdapter {
   const state: ResponsesState = { sequence: -1, responseId: undefined, model: undefined, createdAt: undefined };
@@ -153,4 +175,6 @@ export const responsesAdapter: ProviderAdapter = {
   nonStreamBody(body) {
     return { ...body, stream: false };
   },
+  // `GET /v1/responses/{id}?stream=true&starting_after=n` resumes by the response id.
+  resumeAliasOf: responseIdOf,
 };

@@ -75,6 +75,12 @@ export interface ProviderAdapter {
    * resumable stream gives it no `id:` and no seq, so the events an SDK yields count the seqs.
    */
   isKeepAlive?: ((event: { readonly event?: string | undefined }) => boolean) | undefined;
+  /**
+   * The id a client resumes a resumable stream by in the provider's own form, read from one
+   * relayed event's encoded SSE bytes (Responses: `response.id` of `response.created`), or
+   * `undefined`. The gateway asks of the first events only (see `resume/responses-endpoint.ts`).
+   */
+  resumeAliasOf?: ((event: Buffer) => string | undefined) | undefined;
   /** Rewrites a JSON request body to ask the upstream for a non-stream answer (the `stream: false` fallback). */
   nonStreamBody?: ((body: Record<string, unknown>) => Record<string, unknown>) | undefined;
 }

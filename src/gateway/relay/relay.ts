@@ -78,7 +78,7 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
     if (route.resume === undefined || options.resume === undefined) return await sendToClient(stream, { flow, budget, ...opened });
     // Resumable: the first client reads the shared stream like any later one; the stream (and
     // this request's lifetime: its timeouts, the shutdown) lasts until no reader comes back.
-    const shared = options.resume.share(stream.streamId, flow, { ...route, resume: route.resume }, req, options.adapter.isKeepAlive);
+    const shared = options.resume.share(stream.streamId, flow, { ...route, resume: route.resume }, req, { isKeepAlive: options.adapter.isKeepAlive, aliasOf: options.adapter.resumeAliasOf });
     const releaseSlot = options.holdSlot?.();
     if (releaseSlot !== undefined) void shared.done.finally(releaseSlot);
     const onAbort = (): void => shared.abort(stream.signal.reason);

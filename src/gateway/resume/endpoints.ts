@@ -10,6 +10,7 @@ import type { Logger } from '../logger';
 import { ResumeForbiddenError, ResumeGapError, ResumeRequestError, StreamNotFoundError } from './errors';
 import { credentialHash, credentialMatches, isStreamId, parseEventId } from './ids';
 import type { ResumeService } from './service';
+import type { StoredStream } from './store';
 
 /** Path of the resume endpoint (`:streamId` is the `x-tidegate-stream-id` of the original response). */
 export const RESUME_PATH = '/v1/streams/:streamId';
@@ -35,11 +36,13 @@ export interface ResumeEndpointDeps {
  * live, and ends as the original ends (its terminator, or its error event in the route's
  * protocol). Refusals come before any header, in the route's error shape: 404 unknown or expired
  * stream, 403 another credential, 400 an event this stream never sent, 410
- * `ERR_TIDEGATE_RESUME_GAP` when some events after `seq` left the window.
+ * `ERR_TIDEGATE_RESUME_GAP` when some events after `seq` left the window. `resumeAt`, when
+ * given, names the last event the client has instead of `Last-Event-ID` / `after` (a provider's
+ * own position, such as the Responses `starting_after`, mapped to a seq with the stream's log).
  *
  * Resolves when the resumed response ended.
  */
-export async function serveResume(req: Request, res: Response, streamId: string, deps: ResumeEndpointDeps, ownRoute?: string): Promise<void> {
+export async function serveResume(req: Request, res: Response, streamId: string, deps: ResumeEndpointDeps, ownRoute?: string, resumeAt?: (stored: StoredStream) => Promise<number>): Promise<void> {
   const { service, logger } = deps;
   let errorShape: Pick<ProviderAdapter, 'sendHttpError'> = ownRoute === undefined ? deps.fallback : deps.adapterOf(ownRoute);
   let routePath = '';
@@ -54,7 +57,7 @@ export async function serveResume(req: Request, res: Response, streamId: string,
     const adapter = deps.adapterOf(routePath);
     errorShape = adapter;
     if (!credentialMatches(stored.meta.credentialHash, credentialHash(req.headers))) throw new ResumeForbiddenError();
-    const afterSeq = resumePoint(req, streamId);
+    const afterSeq = resumeAt === undefined ? resumePoint(req, streamId) : await resumeAt(stored);
     const events = await stored.reader(afterSeq);
     service.metrics.resumes.inc({ route: routePath });
     const handle = sendFlow(res, endAfterSubscribe(events), {

@@ -57,3 +57,16 @@ export class UpstreamLostError extends TidegateError {
     super('ERR_TIDEGATE_UPSTREAM_LOST', message);
   }
 }
+
+/**
+ * A Responses retrieve without `stream=true` for a response still streaming
+ * (`ERR_TIDEGATE_RESPONSE_IN_PROGRESS`, HTTP 409): the final response object is not known yet;
+ * retrieve it with `stream=true` to follow it.
+ */
+export class ResponseInProgressError extends TidegateError {
+  readonly status = 409;
+
+  constructor(message = 'the response is still streaming; retrieve it with stream=true to follow it') {
+    super('ERR_TIDEGATE_RESPONSE_IN_PROGRESS', message);
+  }
+}

@@ -1,7 +1,10 @@
 import type { Flow } from '../../flow/flow';
 import type { BridgeElement } from '../../express/send-flow';
 import { ReplayStream, type ReplayStreamOptions } from './replay-stream';
-import type { ResumeStore, StoredStream, StreamMeta } from './store';
+import { ALIAS_SCAN_EVENTS, type LogSnapshot, type OpenOptions, type ResumeStore, type StoredStream, type StreamMeta } from './store';
+
+/** Longest alias kept (a provider's response id is far shorter). */
+const MAX_ALIAS_CHARS = 256;
 
 /** One stream held by the {@link MemoryResumeStore}. */
 interface Held {
@@ -12,6 +15,8 @@ interface Held {
   /** `performance.now()` when it ended (`undefined` while it runs). */
   endedAt?: number | undefined;
   expiry?: NodeJS.Timeout | undefined;
+  /** Its alias ({@link OpenOptions.aliasOf}), once an event named one. */
+  alias?: string | undefined;
 }
 
 /** Options of a {@link MemoryResumeStore}. */
@@ -19,7 +24,7 @@ export interface MemoryStoreOptions {
   /** Bytes every log together may hold; past it, finished streams' logs are dropped, oldest first. */
   maxBytes: number;
   /** Extra hooks for each stream opened (a shared store mirrors its events). */
-  hooks?: ((meta: StreamMeta) => Pick<ReplayStreamOptions, 'onAppend' | 'onEnd'>) | undefined;
+  hooks?: ((meta: StreamMeta) => Pick<ReplayStreamOptions, 'onAppend' | 'onEnd'> & { onAlias?: ((alias: string) => void) | undefined }) | undefined;
 }
 
 /**
@@ -34,20 +39,30 @@ export interface MemoryStoreOptions {
 export class MemoryResumeStore implements ResumeStore {
   readonly kind = 'memory' as const;
   private readonly held = new Map<string, Held>();
+  /** Alias → stream id. */
+  private readonly aliases = new Map<string, string>();
   private bytes = 0;
 
   constructor(private readonly options: MemoryStoreOptions) {}
 
-  open(source: Flow<BridgeElement>, meta: StreamMeta, isKeepAlive?: ReplayStreamOptions['isKeepAlive']): ReplayStream {
+  open(source: Flow<BridgeElement>, meta: StreamMeta, options: OpenOptions = {}): ReplayStream {
     const hooks = this.options.hooks?.(meta);
     const stream: ReplayStream = new ReplayStream(source, {
       streamId: meta.streamId,
       windowBytes: meta.settings.windowBytes,
       lingerMs: meta.settings.lingerMs,
-      isKeepAlive,
+      isKeepAlive: options.isKeepAlive,
       onAppend: (seq, bytes, firstSeq) => {
         this.recount(meta.streamId);
         hooks?.onAppend?.(seq, bytes, firstSeq);
+        const h = this.held.get(meta.streamId);
+        if (options.aliasOf !== undefined && h !== undefined && h.alias === undefined && seq <= ALIAS_SCAN_EVENTS) {
+          const alias = options.aliasOf(bytes);
+          if (alias === undefined || alias.length > MAX_ALIAS_CHARS) return;
+          h.alias = alias;
+          this.aliases.set(alias, meta.streamId);
+          hooks?.onAlias?.(alias);
+        }
       },
       onEnd: (terminal) => {
         hooks?.onEnd?.(terminal);
@@ -66,7 +81,11 @@ export class MemoryResumeStore implements ResumeStore {
   async find(streamId: string): Promise<StoredStream | undefined> {
     const h = this.held.get(streamId);
     if (h === undefined) return undefined;
-    return { meta: h.meta, reader: async (afterSeq: number) => h.stream.reader(afterSeq) };
+    return { meta: h.meta, snapshot: async () => snapshotOf(h.stream), reader: async (afterSeq: number) => h.stream.reader(afterSeq) };
+  }
+
+  async resolve(alias: string): Promise<string | undefined> {
+    return this.aliases.get(alias);
   }
 
   /** The running or retained stream `streamId` produced in this process. */
@@ -112,8 +131,18 @@ export class MemoryResumeStore implements ResumeStore {
     const h = this.held.get(streamId);
     if (h === undefined) return;
     this.held.delete(streamId);
+    if (h.alias !== undefined && this.aliases.get(h.alias) === streamId) this.aliases.delete(h.alias);
     if (h.expiry !== undefined) clearTimeout(h.expiry);
     this.bytes -= h.counted;
     h.stream.release();
   }
+}
+
+/** The events `stream`'s window holds now. */
+function snapshotOf(stream: ReplayStream): LogSnapshot {
+  const { firstSeq, lastSeq } = stream.window;
+  const events: Buffer[] = [];
+  for (let seq = firstSeq; seq <= lastSeq; seq++) events.push(stream.window.get(seq) as Buffer);
+  const t = stream.ended;
+  return { firstSeq, lastSeq, events, ended: t === undefined ? undefined : t.kind === 'complete' ? 'complete' : 'error' };
 }

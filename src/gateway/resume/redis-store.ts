@@ -6,8 +6,8 @@ import type { Logger } from '../logger';
 import { ResumeGapError, ResumeRequestError } from './errors';
 import { MemoryResumeStore } from './memory-store';
 import { followRedis, type RedisStreamKeys } from './redis-follower';
-import type { ReplayStream, ReplayStreamOptions, ReplayTerminal } from './replay-stream';
-import type { ResumeStore, StoredStream, StreamMeta } from './store';
+import type { ReplayStream, ReplayTerminal } from './replay-stream';
+import type { LogSnapshot, OpenOptions, ResumeStore, StoredStream, StreamMeta } from './store';
 
 /** Options of a {@link RedisResumeStore}. */
 export interface RedisStoreOptions {
@@ -35,6 +35,7 @@ const FOLLOW_POLL_MS = 100;
  * | `<prefix>s:<id>:meta` | route, credential hash, settings (JSON) | as the stream |
  * | `<prefix>s:<id>:lease` | the producing instance's id | `leaseMs`, renewed every third of it while it produces |
  * | `<prefix>s:<id>:follow` | the seq a reader on another instance has | `leaseMs`, renewed as it reads |
+ * | `<prefix>a:<alias>` | the stream id a provider's own id names (Responses: `response.id`) | as the stream |
  *
  * The producing instance keeps its {@link ReplayStream} (a resume that lands there attaches
  * locally); Redis is written in order on one connection, trimmed by the window the local log
@@ -51,6 +52,8 @@ export class RedisResumeStore implements ResumeStore {
   private readonly local: MemoryResumeStore;
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly followers = new Set<Redis>();
+  /** Alias key of each stream produced here that has one. */
+  private readonly aliasKeys = new Map<string, string>();
 
   constructor(private readonly options: RedisStoreOptions) {
     this.redis = new Redis(options.url, { lazyConnect: false, maxRetriesPerRequest: 2, enableOfflineQueue: true });
@@ -61,7 +64,7 @@ export class RedisResumeStore implements ResumeStore {
     });
   }
 
-  open(source: Flow<BridgeElement>, meta: StreamMeta, isKeepAlive?: ReplayStreamOptions['isKeepAlive']): ReplayStream {
+  open(source: Flow<BridgeElement>, meta: StreamMeta, options: OpenOptions = {}): ReplayStream {
     const keys = this.keys(meta.streamId);
     const liveMs = meta.settings.retentionMs + 2 * this.options.leaseMs;
     void this.redis
@@ -70,10 +73,13 @@ export class RedisResumeStore implements ResumeStore {
       .set(keys.lease, this.instanceId, 'PX', this.options.leaseMs)
       .exec()
       .catch(this.warn);
-    const stream = this.local.open(source, meta, isKeepAlive);
+    const stream = this.local.open(source, meta, options);
     // Renew the lease; while no reader is attached here, look for one on another instance.
     const renew = setInterval(() => {
-      void this.redis.multi().set(keys.lease, this.instanceId, 'PX', this.options.leaseMs).pexpire(keys.meta, liveMs).pexpire(keys.events, liveMs).exec().catch(this.warn);
+      const renewal = this.redis.multi().set(keys.lease, this.instanceId, 'PX', this.options.leaseMs).pexpire(keys.meta, liveMs).pexpire(keys.events, liveMs);
+      const aliasKey = this.aliasKeys.get(meta.streamId);
+      if (aliasKey !== undefined) renewal.pexpire(aliasKey, liveMs);
+      void renewal.exec().catch(this.warn);
     }, Math.max(10, Math.floor(this.options.leaseMs / 3)));
     const poll = setInterval(() => {
       if (stream.attached > 0) return;
@@ -99,7 +105,11 @@ export class RedisResumeStore implements ResumeStore {
     const raw = await this.redis.get(keys.meta);
     if (raw === null) return undefined;
     const meta = JSON.parse(raw) as StreamMeta;
-    return { meta, reader: (afterSeq) => this.remoteReader(keys, afterSeq) };
+    return { meta, snapshot: () => this.remoteSnapshot(keys), reader: (afterSeq) => this.remoteReader(keys, afterSeq) };
+  }
+
+  async resolve(alias: string): Promise<string | undefined> {
+    return (await this.local.resolve(alias)) ?? (await this.redis.get(this.aliasKey(alias))) ?? undefined;
   }
 
   logBytes(): number {
@@ -120,6 +130,26 @@ export class RedisResumeStore implements ResumeStore {
     await this.local.close();
     for (const f of this.followers) f.disconnect();
     await this.redis.quit().catch(() => this.redis.disconnect());
+  }
+
+  /** The entries of a stream produced on another instance, as {@link LogSnapshot}. */
+  private async remoteSnapshot(keys: RedisStreamKeys): Promise<LogSnapshot> {
+    const entries = (await this.redis.xrangeBuffer(keys.events, '-', '+')) as [Buffer, Buffer[]][];
+    const events: Buffer[] = [];
+    let firstSeq: number | undefined;
+    let lastSeq = 0;
+    let ended: LogSnapshot['ended'];
+    for (const [idBuffer, fields] of entries) {
+      const id = idBuffer.toString();
+      if (fields[0]?.toString() === 'end') {
+        ended = (JSON.parse((fields[1] as Buffer).toString()) as { kind: string }).kind === 'complete' ? 'complete' : 'error';
+        continue;
+      }
+      lastSeq = seqOf(id);
+      firstSeq ??= lastSeq;
+      events.push(fields[1] as Buffer);
+    }
+    return { firstSeq: firstSeq ?? lastSeq + 1, lastSeq, events, ended };
   }
 
   /** A reader on this instance of a stream produced on another: checks the window, then follows the Redis Stream. */
@@ -147,16 +177,25 @@ export class RedisResumeStore implements ResumeStore {
   }
 
   /** The hooks that write one stream's events and end to Redis, trimmed to its window. */
-  private mirror(meta: StreamMeta): { onAppend(seq: number, bytes: Buffer, firstSeq: number): void; onEnd(t: ReplayTerminal): void } {
+  private mirror(meta: StreamMeta): { onAppend(seq: number, bytes: Buffer, firstSeq: number): void; onEnd(t: ReplayTerminal): void; onAlias(alias: string): void } {
     const keys = this.keys(meta.streamId);
+    const liveMs = meta.settings.retentionMs + 2 * this.options.leaseMs;
     return {
+      onAlias: (alias) => {
+        const key = this.aliasKey(alias);
+        this.aliasKeys.set(meta.streamId, key);
+        void this.redis.set(key, meta.streamId, 'PX', liveMs).catch(this.warn);
+      },
       onAppend: (seq, bytes, firstSeq) => {
         void this.redis.xadd(keys.events, 'MINID', String(firstSeq), `${seq}-0`, 'b', bytes).catch(this.warn);
       },
       onEnd: (t) => {
         const retention = meta.settings.retentionMs;
+        const aliasKey = this.aliasKeys.get(meta.streamId);
+        this.aliasKeys.delete(meta.streamId);
         if (t.kind === 'cancelled') {
           void this.redis.del(keys.events, keys.meta, keys.lease, keys.follow).catch(this.warn);
+          if (aliasKey !== undefined) void this.dropAlias(aliasKey, meta.streamId);
           return;
         }
         const lastSeq = this.local.local(meta.streamId)?.window.lastSeq ?? 0;
@@ -169,8 +208,22 @@ export class RedisResumeStore implements ResumeStore {
           .del(keys.lease)
           .exec()
           .catch(this.warn);
+        if (aliasKey !== undefined) void this.redis.pexpire(aliasKey, retention).catch(this.warn);
       },
     };
+  }
+
+  /** Deletes an alias key unless a later stream took it over. */
+  private async dropAlias(key: string, streamId: string): Promise<void> {
+    try {
+      if ((await this.redis.get(key)) === streamId) await this.redis.del(key);
+    } catch (err) {
+      this.warn(err);
+    }
+  }
+
+  private aliasKey(alias: string): string {
+    return `${this.options.keyPrefix}a:${alias}`;
   }
 
   private keys(streamId: string): RedisStreamKeys {

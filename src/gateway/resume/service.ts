@@ -7,9 +7,9 @@ import type { GatewayMetrics } from '../metrics';
 import { credentialHash } from './ids';
 import { MemoryResumeStore } from './memory-store';
 import { ResumeMetrics } from './metrics';
-import type { ReplayStreamOptions, ReplayTerminal } from './replay-stream';
+import type { ReplayTerminal } from './replay-stream';
 import type { ResumeSettings } from './settings';
-import type { ResumeStore, StoredStream } from './store';
+import type { OpenOptions, ResumeStore, StoredStream } from './store';
 
 /** Gateway-wide settings of resume (top-level `resumeStore` and `redis`). */
 export interface ResumeServiceOptions {
@@ -48,18 +48,24 @@ export class ResumeService {
 
   /**
    * Shares `flow` (a route's events after its policies) under `streamId` in the route's store,
-   * and returns the first reader. The request's credential is kept as a hash; `isKeepAlive`
-   * names the provider's keep-alive events, which get no seq (see {@link ReplayStreamOptions}).
+   * and returns the first reader. The request's credential is kept as a hash; `options` names
+   * the provider's keep-alive events, which get no seq, and reads the provider's own id of the
+   * stream (see {@link OpenOptions}).
    */
-  share(streamId: string, flow: Flow<BridgeElement>, route: ResolvedRoute & { resume: ResumeSettings }, req: Request, isKeepAlive?: ReplayStreamOptions['isKeepAlive']): SharedStream {
+  share(streamId: string, flow: Flow<BridgeElement>, route: ResolvedRoute & { resume: ResumeSettings }, req: Request, options: OpenOptions = {}): SharedStream {
     const store = this.storeFor(route.resume);
-    const stream = store.open(flow, { streamId, routePath: route.path, credentialHash: credentialHash(req.headers), settings: route.resume }, isKeepAlive);
+    const stream = store.open(flow, { streamId, routePath: route.path, credentialHash: credentialHash(req.headers), settings: route.resume }, options);
     return { reader: stream.reader(0), done: stream.done, abort: (reason) => stream.abort(reason), cancelIfUnread: () => stream.cancelIfUnread() };
   }
 
   /** The stream `streamId` in this process, else in the shared store; `undefined` when unknown or expired. */
   async find(streamId: string): Promise<StoredStream | undefined> {
     return (await this.memory.find(streamId)) ?? (await this.options.redis?.find(streamId));
+  }
+
+  /** The stream id a provider's own id of a stream names ({@link OpenOptions.aliasOf}), here or in the shared store. */
+  async resolve(alias: string): Promise<string | undefined> {
+    return (await this.memory.resolve(alias)) ?? (await this.options.redis?.resolve(alias));
   }
 
   /** Shutdown: see {@link ResumeStore.cancelDetached}; returns how many streams it cancelled now. */

@@ -13,9 +13,38 @@ export interface StreamMeta {
   readonly settings: ResumeSettings;
 }
 
+/** The events a stream's log holds now, oldest first: events `firstSeq`..`lastSeq`, encoded. */
+export interface LogSnapshot {
+  /** Seq of `events[0]` (`lastSeq + 1` when the log holds none). */
+  readonly firstSeq: number;
+  /** Seq of the newest event relayed (0 before the first). */
+  readonly lastSeq: number;
+  /** Each kept event's encoded SSE bytes, as its readers get them. */
+  readonly events: readonly Buffer[];
+  /** How the stream ended (`undefined` while it runs). */
+  readonly ended: 'complete' | 'error' | undefined;
+}
+
+/** Options of {@link ResumeStore.open} besides the stream's meta. */
+export interface OpenOptions {
+  /** Provider keep-alive events, which get no seq (see {@link ReplayStreamOptions}). */
+  isKeepAlive?: ReplayStreamOptions['isKeepAlive'];
+  /**
+   * Reads the id a client may resume the stream by in the provider's own form from one event's
+   * encoded bytes (Responses: `response.id`); asked of the first {@link ALIAS_SCAN_EVENTS} events
+   * until it names one, which {@link ResumeStore.resolve} then maps to the stream.
+   */
+  aliasOf?: ((event: Buffer) => string | undefined) | undefined;
+}
+
+/** How many of a stream's first events are read for its alias. */
+export const ALIAS_SCAN_EVENTS = 8;
+
 /** A stream a resume found: who may read it, and its events after a given one. */
 export interface StoredStream {
   readonly meta: StreamMeta;
+  /** The log as it is now (a resume maps a provider's own position to a seq with it). */
+  snapshot(): Promise<LogSnapshot>;
   /**
    * The events after `afterSeq` then the live ones, as encoded bytes, ending as the original
    * ended. Resolves once the history is known to cover `afterSeq`.
@@ -33,9 +62,14 @@ export interface StoredStream {
 export interface ResumeStore {
   readonly kind: ResumeSettings['store'];
   /** Shares `source` as a {@link ReplayStream} whose log this store keeps until its retention ends. */
-  open(source: Flow<BridgeElement>, meta: StreamMeta, isKeepAlive?: ReplayStreamOptions['isKeepAlive']): ReplayStream;
+  open(source: Flow<BridgeElement>, meta: StreamMeta, options?: OpenOptions): ReplayStream;
   /** The stream `streamId`, or `undefined` when unknown, expired or evicted. */
   find(streamId: string): Promise<StoredStream | undefined>;
+  /**
+   * The stream id an alias ({@link OpenOptions.aliasOf}) names, or `undefined`; kept as long as
+   * its stream (a later stream with the same alias takes it over).
+   */
+  resolve(alias: string): Promise<string | undefined>;
   /** Bytes of every log this store holds in this process. */
   logBytes(): number;
   /** Streams produced here with no reader attached, lingering. */
