@@ -36,6 +36,9 @@ export { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_FIRST_BYTE_TIMEOUT_MS, fetchUpstrea
 export type { UpstreamBody, UpstreamRequest, UpstreamStream } from './http/request';
 export { withRetries } from './http/retry';
 export type { RetryNotice, RetryPolicy } from './http/retry';
+export { kernelQueueBytes, socketOptionsUnavailable } from './http/socket-options';
+export type { KernelQueueBytes } from './http/socket-options';
+export { DEFAULT_UPSTREAM_RECEIVE_BYTES, MIN_UPSTREAM_RECEIVE_BYTES, setUpstreamReceiveBytes } from './http/node-hooks';
 export { adaptProvider } from './providers/adapt';
 export { anthropicAdapter } from './providers/anthropic';
 export { openaiAdapter } from './providers/openai';

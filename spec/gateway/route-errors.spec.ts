@@ -1,5 +1,8 @@
 import * as net from 'node:net';
+import * as os from 'node:os';
+import * as util from 'node:util';
 import Anthropic from '@anthropic-ai/sdk';
+import { upstreamAgent } from '../../src/http/node-hooks';
 import { startTestGateway, type TestGateway } from './helpers';
 
 // Every error a route answers comes in its provider's shape, so each SDK raises it readably;
@@ -9,6 +12,22 @@ let t: TestGateway;
 let refusedPort: number;
 let resetServer: net.Server;
 let resetPort: number;
+
+// `.invalid` names never resolve (RFC 6761 §6.4): the resolver answers ENOTFOUND without a network.
+const UNRESOLVED = 'upstream.tidegate.invalid';
+// A host whose connect fails with no route to it. The kernel says so only where a route or a
+// neighbour is missing, which differs per machine (or hangs until the connect timeout), so the
+// upstream agent fails this host's socket with the error net gives for it: errno and code from
+// the system's table, syscall `connect`, the address and port.
+const UNROUTABLE = 'unroutable.tidegate.invalid';
+const plainAgent = upstreamAgent(new URL('http://127.0.0.1/')) as unknown as { createConnection: (...args: unknown[]) => unknown };
+const createConnection = plainAgent.createConnection;
+
+function hostUnreachable(address: string, port: number): NodeJS.ErrnoException {
+  const errno = -os.constants.errno.EHOSTUNREACH;
+  const code = util.getSystemErrorName(errno);
+  return Object.assign(new Error(`connect ${code} ${address}:${port}`), { errno, code, syscall: 'connect', address, port });
+}
 
 async function freePort(): Promise<number> {
   const s = net.createServer();
@@ -24,6 +43,12 @@ beforeAll(async () => {
   resetServer = net.createServer((socket) => socket.once('data', () => socket.resetAndDestroy()));
   await new Promise<void>((resolve) => resetServer.listen(0, '127.0.0.1', resolve));
   resetPort = (resetServer.address() as net.AddressInfo).port;
+  plainAgent.createConnection = function (this: unknown, ...args: unknown[]): unknown {
+    if ((args[0] as net.TcpNetConnectOpts).host !== UNROUTABLE) return createConnection.apply(this, args);
+    const socket = new net.Socket();
+    process.nextTick(() => socket.destroy(hostUnreachable('100::1', 80)));
+    return socket;
+  };
   t = await startTestGateway({
     config: { retry: { maxAttempts: 1 }, upstream: { apiKey: 'sk-canary-0123456789' } },
     routes: [
@@ -32,10 +57,17 @@ beforeAll(async () => {
       { path: '/refused/v1/chat/completions', provider: 'openai', url: `http://user:pw-canary-123@127.0.0.1:${refusedPort}/v1/chat/completions` },
       { path: '/refused/v1/messages', provider: 'anthropic', url: `http://127.0.0.1:${refusedPort}/v1/messages` },
       { path: '/reset/v1/chat/completions', provider: 'openai', url: `http://127.0.0.1:${resetPort}/v1/chat/completions` },
+      { path: '/unresolved/v1/chat/completions', provider: 'openai', url: `http://${UNRESOLVED}/v1/chat/completions` },
+      { path: '/unresolved/v1/messages', provider: 'anthropic', url: `http://${UNRESOLVED}/v1/messages` },
+      { path: '/unresolved-retried/v1/chat/completions', provider: 'openai', url: `http://${UNRESOLVED}/v1/chat/completions`, retry: { maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 5 } },
+      { path: '/unresolved-resumable/events', provider: 'passthrough', url: `http://${UNRESOLVED}/events`, resumable: true, retry: { maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 5 } },
+      { path: '/unroutable/v1/chat/completions', provider: 'openai', url: `http://${UNROUTABLE}/v1/chat/completions` },
+      { path: '/unroutable/v1/messages', provider: 'anthropic', url: `http://${UNROUTABLE}/v1/messages` },
     ],
   });
 });
 afterAll(async () => {
+  plainAgent.createConnection = createConnection;
   await t.close();
   await new Promise<void>((resolve) => resetServer.close(() => resolve()));
 });
@@ -122,5 +154,39 @@ describe('an upstream that cannot be reached', () => {
     expect(r.status).toBe(502);
     expect(r.body).toMatchObject({ error: { code: 'ERR_TIDEGATE_UPSTREAM_RESET' } });
     expect(t.logs.streams().at(-1)).toMatchObject({ outcome: 'upstream_reset', errno: 'ECONNRESET' });
+  });
+
+  it.each([
+    ['a name that does not resolve', 'unresolved', 'ENOTFOUND'],
+    ['no route to the host', 'unroutable', 'EHOSTUNREACH'],
+  ])('is ERR_TIDEGATE_UPSTREAM_UNREACHABLE (502) for %s, in OpenAI’s shape', async (_, prefix, errno) => {
+    const r = await call(`/${prefix}/v1/chat/completions`, json({ model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] }));
+    expect(r.status).toBe(502);
+    expect(r.body).toMatchObject({ error: { code: 'ERR_TIDEGATE_UPSTREAM_UNREACHABLE', message: `upstream for route /${prefix}/v1/chat/completions unreachable (${errno})` } });
+    expect(t.logs.streams().at(-1)).toMatchObject({ outcome: 'upstream_unreachable', errorCode: 'ERR_TIDEGATE_UPSTREAM_UNREACHABLE', errno, attempts: 1 });
+  });
+
+  it.each([
+    ['a name that does not resolve', 'unresolved', 'ENOTFOUND'],
+    ['no route to the host', 'unroutable', 'EHOSTUNREACH'],
+  ])('is ERR_TIDEGATE_UPSTREAM_UNREACHABLE (502) for %s, in Anthropic’s shape', async (_, prefix, errno) => {
+    const r = await call(`/${prefix}/v1/messages`, json({ model: 'm', max_tokens: 5, stream: false, messages: [{ role: 'user', content: 'hi' }] }));
+    expect(r.status).toBe(502);
+    expect(r.body).toMatchObject({ type: 'error', error: { type: 'api_error', code: 'ERR_TIDEGATE_UPSTREAM_UNREACHABLE' } });
+    expect(t.logs.streams().at(-1)).toMatchObject({ outcome: 'upstream_unreachable', errno });
+  });
+
+  it('retries a name that does not resolve up to retry.maxAttempts, then answers 502', async () => {
+    const r = await call('/unresolved-retried/v1/chat/completions', json({ model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] }));
+    expect(r.status).toBe(502);
+    expect(r.body).toMatchObject({ error: { code: 'ERR_TIDEGATE_UPSTREAM_UNREACHABLE' } });
+    expect(t.logs.streams().at(-1)).toMatchObject({ outcome: 'upstream_unreachable', errno: 'ENOTFOUND', attempts: 3 });
+  });
+
+  it('is ERR_TIDEGATE_UPSTREAM_UNREACHABLE (502) on a resumable route, after its attempts', async () => {
+    const r = await call('/unresolved-resumable/events');
+    expect(r.status).toBe(502);
+    expect(r.body).toMatchObject({ error: { code: 'ERR_TIDEGATE_UPSTREAM_UNREACHABLE', message: 'upstream for route /unresolved-resumable/events unreachable (ENOTFOUND)' } });
+    expect(t.logs.streams().at(-1)).toMatchObject({ outcome: 'upstream_unreachable', errorCode: 'ERR_TIDEGATE_UPSTREAM_UNREACHABLE', errno: 'ENOTFOUND' });
   });
 });

@@ -133,10 +133,10 @@ describe("require('tidegate') loads the library only", () => {
   });
 
   it('exports the Flow, operators, SSE codec, Express bridge and client, and not the gateway', () => {
-    for (const name of ['Flow', 'createFlow', 'limitRate', 'onBackpressureBuffer', 'sseDecode', 'encodeSse', 'sse', 'sendFlow', 'connectSse', 'TidegateError', 'openaiAdapter']) {
+    for (const name of ['Flow', 'createFlow', 'limitRate', 'onBackpressureBuffer', 'sseDecode', 'encodeSse', 'sse', 'sendFlow', 'connectSse', 'TidegateError', 'openaiAdapter', 'DEFAULT_KERNEL_UNSENT_BYTES', 'kernelQueueBytes', 'socketOptionsUnavailable', 'setUpstreamReceiveBytes']) {
       expect(loaded.exports).toContain(name);
     }
-    for (const name of ['createGatewayApp', 'startGateway', 'createSimulator', 'playgroundRouter', 'ArrayQueue', 'relay']) {
+    for (const name of ['createGatewayApp', 'startGateway', 'createSimulator', 'playgroundRouter', 'ArrayQueue', 'relay', 'applyKernelBounds']) {
       expect(loaded.exports).not.toContain(name);
     }
   });

@@ -172,7 +172,7 @@ export function socketFd(socket: Socket): number | undefined {
   return typeof fd === 'number' && fd >= 0 ? fd : undefined;
 }
 
-/** Default `SO_RCVBUF` of upstream sockets, bytes (see {@link setUpstreamReceiveBytes}). */
+/** Default `SO_RCVBUF` of upstream sockets, bytes: 65536 (see {@link setUpstreamReceiveBytes}). */
 export const DEFAULT_UPSTREAM_RECEIVE_BYTES = 64 * 1024;
 /**
  * Smallest useful `SO_RCVBUF` of an upstream socket, bytes: below it the window is under half a
@@ -191,8 +191,12 @@ let upstreamReceiveBytes = DEFAULT_UPSTREAM_RECEIVE_BYTES;
  * A paused upstream then leaves at most about this much unread in the kernel (Linux counts
  * the buffer twice over for its own overhead). Set when the socket connects, before the request
  * is written, so the upstream sends nothing before it holds; the window scale was already
- * chosen from `tcp_rmem`, so the window can still grow later. Needs the socket options addon
- * (see `socket-options.ts`); without it this does nothing.
+ * chosen from `tcp_rmem`, so the window can still grow later. Applies to the sockets of
+ * `openUpstreamStream`, `fetchUpstream` and `connectSse` without an `agent` of their own. Needs
+ * the socket options addon (see `socketOptionsUnavailable()`); without it this does nothing.
+ *
+ * @example
+ * setUpstreamReceiveBytes(128 * 1024); // before the first upstream call
  */
 export function setUpstreamReceiveBytes(bytes: number): void {
   upstreamReceiveBytes = bytes > 0 ? Math.max(MIN_UPSTREAM_RECEIVE_BYTES, Math.floor(bytes)) : 0;

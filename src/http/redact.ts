@@ -125,19 +125,13 @@ export interface UpstreamRedaction {
  * it sends (see {@link credentialSecrets}), the URL's host, userinfo and query.
  */
 export function upstreamRedaction(url: string, apiKey: string | undefined, headers: Readonly<Record<string, string>>): UpstreamRedaction {
+  const { credentials, secrets, redacted, href } = urlParts(url);
   // Credentials in the URL (userinfo, a `?key=` query value) are credentials too: an upstream may echo its URL.
-  const keys = new Scrubber([...credentialSecrets(apiKey, headers), ...urlCredentials(url)]);
-  const forLogs = keys.with(new Scrubber(urlCredentials(url), 1));
-  const redacted = redactUrl(url);
-  let href = url;
-  try {
-    href = new URL(url).href;
-  } catch {
-    // not a URL: only the string as given is replaced
-  }
+  const keys = new Scrubber([...credentialSecrets(apiKey, headers), ...credentials]);
+  const forLogs = keys.with(new Scrubber(credentials, 1));
   return {
     keys,
-    errors: keys.with(new Scrubber(urlSecrets(url), 1)),
+    errors: keys.with(new Scrubber(secrets, 1)),
     url: redacted,
     detail(error) {
       if (error === undefined) return undefined;
@@ -146,6 +140,39 @@ export function upstreamRedaction(url: string, apiKey: string | undefined, heade
       return forLogs.string(message.split(href).join(redacted).split(url).join(redacted));
     },
   };
+}
+
+/** What {@link upstreamRedaction} takes from an upstream URL. */
+interface UrlParts {
+  readonly credentials: readonly string[];
+  readonly secrets: readonly string[];
+  readonly redacted: string;
+  readonly href: string;
+}
+
+/**
+ * The parts of URLs that hold no credential (no userinfo, no query), by URL: a route's own
+ * upstream URL is parsed once, not five times per stream. A URL with a credential in it is never
+ * kept past its call. Bounded: cleared when full.
+ */
+const plainUrlParts = new Map<string, UrlParts>();
+const MAX_PLAIN_URLS = 64;
+
+function urlParts(url: string): UrlParts {
+  const known = plainUrlParts.get(url);
+  if (known !== undefined) return known;
+  let href = url;
+  try {
+    href = new URL(url).href;
+  } catch {
+    // not a URL: only the string as given is replaced
+  }
+  const parts: UrlParts = { credentials: urlCredentials(url), secrets: urlSecrets(url), redacted: redactUrl(url), href };
+  if (!url.includes('@') && !url.includes('?')) {
+    if (plainUrlParts.size >= MAX_PLAIN_URLS) plainUrlParts.clear();
+    plainUrlParts.set(url, parts);
+  }
+  return parts;
 }
 
 /** `url` for logs: user name and password replaced by `[redacted]`, each query value by `[redacted]`. */

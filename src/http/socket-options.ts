@@ -15,7 +15,7 @@ import { socketFd } from './node-hooks';
 /** An option set in bytes: `notsentLowat` (`TCP_NOTSENT_LOWAT`), `sendBuffer` (`SO_SNDBUF`), `receiveBuffer` (`SO_RCVBUF`). */
 export type SocketOption = 'notsentLowat' | 'sendBuffer' | 'receiveBuffer';
 
-/** The kernel's queues of one TCP socket, bytes. */
+/** The kernel's queues of one TCP socket, bytes, as {@link kernelQueueBytes} reads them. */
 export interface KernelQueueBytes {
   /** Send queue: sent and not yet acknowledged, plus not yet sent (Linux `SIOCOUTQ`; macOS `SO_NWRITE`). */
   sendQueue: number;
@@ -57,7 +57,16 @@ function load(): void {
 }
 load();
 
-/** Why socket options cannot be set in this process, or `undefined` when they can. */
+/**
+ * Why socket options cannot be set in this process (a sentence: the addon was not built, failed
+ * to load, or `TIDEGATE_SOCKET_OPTIONS=off`), or `undefined` when they can. While it says why,
+ * `kernelUnsentBytes` and {@link setUpstreamReceiveBytes} do nothing, {@link kernelQueueBytes}
+ * and `handle.state().kernel` are `undefined`, and the kernel's own buffer sizes apply.
+ *
+ * @example
+ * const why = socketOptionsUnavailable();
+ * if (why !== undefined) console.warn(`kernel buffers unbounded: ${why}`);
+ */
 export function socketOptionsUnavailable(): string | undefined {
   return unavailable;
 }
@@ -93,8 +102,16 @@ export function getSocketOption(socket: Socket, option: SocketOption): number | 
 }
 
 /**
- * The kernel's send and receive queues of one TCP socket, bytes: one `ioctl` each, cheap enough
- * to call per stream on every metrics scrape. `undefined` without the addon or a descriptor.
+ * The kernel's send and receive queues of one TCP socket, bytes (Linux `SIOCOUTQ`,
+ * `SIOCOUTQNSD`, `SIOCINQ`; macOS `SO_NWRITE`, `FIONREAD`): one `ioctl` each, cheap enough to
+ * call per stream on every metrics scrape. Works on any connected TCP socket: a client's
+ * `res.socket` (what `handle.state().kernel` reports) or an upstream response's socket.
+ * `undefined` without the addon, without a descriptor (closed, a pipe), or when the kernel
+ * refuses; never throws.
+ *
+ * @example
+ * const q = kernelQueueBytes(res.socket);
+ * if (q !== undefined) gauge.set(q.unsent);
  */
 export function kernelQueueBytes(socket: Socket | null | undefined): KernelQueueBytes | undefined {
   if (addon === undefined || socket === null || socket === undefined) return undefined;

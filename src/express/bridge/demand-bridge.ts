@@ -54,6 +54,8 @@ export class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
   private batch: Chunk[] | undefined;
   private batchBytes = 0;
   private flushScheduled = false;
+  /** A batch (or the head alone) went to `res`: the response head is on its way. */
+  private headWritten = false;
   private socketFull = false;
   private events = 0;
   private bytes = 0;
@@ -97,7 +99,16 @@ export class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
     this.commit();
     this.heartbeat.start();
     this.request();
+    // The head waits for the first batch (one write, not two) only until the end of this turn
+    // of the event loop: a stream with nothing to send yet still gets its headers.
+    if (!this.finished && !this.headWritten) setImmediate(this.flushHead);
   }
+
+  private readonly flushHead = (): void => {
+    if (this.finished || this.headWritten || this.res.destroyed) return;
+    this.headWritten = true;
+    this.res.flushHeaders();
+  };
 
   // ---- Subscriber side -------------------------------------------------------------------
 
@@ -227,7 +238,8 @@ export class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
     // Only where the client keeps the connection: a request with `Connection: close` must be honoured.
     if (res.req?.httpVersionMajor === 1 && res.shouldKeepAlive) res.setHeader('Connection', 'keep-alive');
     for (const [name, value] of Object.entries(options.headers ?? {})) res.setHeader(name, value);
-    res.flushHeaders();
+    // Committed (headersSent) but not written: Node sends the head with the first write.
+    res.writeHead(200);
     res.socket?.setNoDelay(true);
     boundKernelUnsent(res.socket, kernelUnsentBytesFor(options.kernelUnsentBytes, this.budget.maxBytes));
     if (options.retryMs !== undefined) {
@@ -295,6 +307,7 @@ export class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
     if (this.finished) return;
     const { batch } = this;
     if (batch === undefined) return this.request();
+    this.headWritten = true;
     let written: boolean;
     if (batch.length > 1 && this.batchBytes >= batch.length * COPY_BELOW_BYTES) {
       // Large chunks (byte relay frames): one writev of them all, without copying them together.

@@ -1,7 +1,12 @@
 import type { Socket } from 'node:net';
 import { kernelQueueBytes, reportUnboundedOnce, setSocketOption } from '../../http/socket-options';
 
-/** Most unsent bytes the kernel keeps for a client socket by default (`TCP_NOTSENT_LOWAT`): Node's own `writableHighWaterMark`. */
+/**
+ * Default `kernelUnsentBytes` of {@link sendFlow} and `sse()`, bytes (16384, Node's own
+ * `writableHighWaterMark`): the most unsent bytes the kernel keeps for a stream's client socket
+ * (`TCP_NOTSENT_LOWAT`), capped at a quarter of the stream's budget. Set only where the socket
+ * options addon loaded (see `socketOptionsUnavailable()`).
+ */
 export const DEFAULT_KERNEL_UNSENT_BYTES = 16 * 1024;
 
 /**

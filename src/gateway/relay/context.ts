@@ -12,6 +12,13 @@ import { newStreamId } from '../resume/ids';
 import type { EarlyCommit } from './early-commit';
 import { ClientClosedError, upstreamOutcome, type RelayOutcome } from './outcome';
 
+/**
+ * What a stream's signal is aborted with when it closes normally: by then only listeners being
+ * released see it. One object for all streams (`abort(undefined)` makes a `DOMException`, with
+ * its stack, per stream).
+ */
+const CLOSED = new DOMException('the stream is over', 'AbortError');
+
 /** The collaborators a stream takes from its route (see `RelayOptions`). */
 export interface StreamEnvironment {
   route: ResolvedRoute & { url: string };
@@ -162,7 +169,7 @@ export class StreamContext {
   close(): void {
     if (this.totalTimer !== undefined) clearTimeout(this.totalTimer);
     this.early?.stop();
-    this.abortWith(undefined);
+    this.abortWith(CLOSED);
     this.unwatchShutdown();
     this.res.off('close', this.onClientClose);
     this.unregister();

@@ -4,7 +4,7 @@ import { Flow } from '../../flow/flow';
 import type { Subscriber, Subscription } from '../../flow/types';
 import type { SseEvent } from '../../sse/codec/parser';
 import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_FIRST_BYTE_TIMEOUT_MS, isRedirect } from '../../http/call';
-import { UpstreamHttpError, UpstreamRedirectError, UpstreamResetError } from '../../http/errors';
+import { UpstreamHttpError, UpstreamRedirectError, UpstreamResetError, UpstreamUnreachableError } from '../../http/errors';
 
 /** Options of {@link openResumableStream}: the upstream call, plus the reconnection budget. */
 export interface ResumableRequest {
@@ -49,7 +49,9 @@ export interface ResumableRequest {
  * before it is subscribed and asks.
  *
  * Errors (rejection): {@link UpstreamHttpError} for an HTTP error before the first connection
- * opened, {@link UpstreamResetError} when it could not connect, the signal's reason.
+ * opened, {@link UpstreamUnreachableError} when its last attempt could not connect at all
+ * (refused, unresolvable, no route), {@link UpstreamResetError} when it failed otherwise, the
+ * signal's reason.
  */
 export function openResumableStream(request: ResumableRequest): Promise<Flow<SseEvent>> {
   return new Promise((resolve, reject) => {
@@ -88,7 +90,14 @@ export function openResumableStream(request: ResumableRequest): Promise<Flow<Sse
 function mapError(err: unknown, route?: string): unknown {
   if (err instanceof SseHttpError && isRedirect(err.status)) return new UpstreamRedirectError(err.status, route);
   if (err instanceof SseHttpError) return new UpstreamHttpError(err.status, err.body, err.contentType, err.retryAfterMs);
-  if (err instanceof SseConnectionError) return new UpstreamResetError(err.message, { cause: err });
+  if (err instanceof SseConnectionError) {
+    // Refused, unresolvable or unroutable on the last attempt: unreachable, as on every other route.
+    const last = err.cause;
+    if (last instanceof UpstreamUnreachableError && last.errno !== undefined) {
+      return new UpstreamUnreachableError(`upstream${route === undefined ? '' : ` for route ${route}`} unreachable (${last.errno})`, { cause: err, errno: last.errno });
+    }
+    return new UpstreamResetError(err.message, { cause: err });
+  }
   return err;
 }
 
