@@ -1,22 +1,25 @@
+import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { TidegateError } from '../../errors';
 import { addDemand } from '../../flow/demand';
 import { Flow } from '../../flow/flow';
 import { ResumeGapError, UpstreamLostError } from './errors';
+import { dropFollower, reportFollower } from './follow-positions';
 
 /** The Redis keys of one stream (see `RedisResumeStore`). */
 export interface RedisStreamKeys {
   events: string;
   meta: string;
   lease: string;
-  follow: string;
+  /** A hash: each follower's position (see `follow-positions.ts`). */
+  followers: string;
 }
 
 /** Options of {@link followRedis}. */
 export interface FollowOptions {
   /** A connection of this reader's own: `XREAD BLOCK` holds it. */
   redis: Redis;
-  /** The store's shared connection (lease checks, the `follow` key). */
+  /** The store's shared connection (lease checks, the followers hash). */
   control: Redis;
   keys: RedisStreamKeys;
   /** The last seq the client has. */
@@ -32,8 +35,9 @@ const MAX_BATCH = 128;
 /**
  * A stream produced on another instance, read from its Redis Stream: the entries after
  * `afterSeq`, then the live ones (`XREAD BLOCK`), as encoded bytes, ending as the producer ended
- * (its `end` entry). It reports its position in the `follow` key, so the producer keeps reading
- * for it; while it waits, it checks the producer's lease, and signals
+ * (its `end` entry). It reports its position under its own field of the stream's followers hash
+ * (renewed every third of `leaseMs`, removed when it ends), so the producer keeps reading for it
+ * and, with several followers, for the slowest; while it waits, it checks the producer's lease, and signals
  * {@link UpstreamLostError} once the lease is gone without an end.
  *
  * Demand: one `XREAD` of at most `min(demand, 128)` entries at a time, only while there is demand.
@@ -46,8 +50,9 @@ export function followRedis(o: FollowOptions): Flow<Buffer> {
     let done = false;
     let lastId = `${o.afterSeq}-0`;
     let expected = o.afterSeq + 1;
+    const followerId = randomBytes(8).toString('hex');
     const report = (): void => {
-      void o.control.set(o.keys.follow, String(expected - 1), 'PX', o.leaseMs).catch(() => undefined);
+      if (!done) void reportFollower(o.control, o.keys.followers, followerId, expected - 1, o.leaseMs).catch(() => undefined);
     };
     // Attached while subscribed, also while its client's socket is full and nothing is read.
     const keepAlive = setInterval(report, Math.max(10, Math.floor(o.leaseMs / 3)));
@@ -56,6 +61,7 @@ export function followRedis(o: FollowOptions): Flow<Buffer> {
       if (done) return;
       done = true;
       clearInterval(keepAlive);
+      void dropFollower(o.control, o.keys.followers, followerId).catch(() => undefined);
       o.release();
       signal();
     };

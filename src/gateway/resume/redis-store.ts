@@ -5,6 +5,7 @@ import type { Flow } from '../../flow/flow';
 import type { Logger } from '../logger';
 import { ResumeGapError, ResumeRequestError } from './errors';
 import { MemoryResumeStore } from './memory-store';
+import { slowestFollower } from './follow-positions';
 import { followRedis, type RedisStreamKeys } from './redis-follower';
 import type { ReplayStream, ReplayTerminal } from './replay-stream';
 import type { LogSnapshot, OpenOptions, ResumeStore, StoredStream, StreamMeta } from './store';
@@ -22,7 +23,7 @@ export interface RedisStoreOptions {
   logger: Logger;
 }
 
-/** How often a producer looks for readers on other instances while it has none here, ms. */
+/** How often a producer reads the positions of its readers on other instances, ms. */
 const FOLLOW_POLL_MS = 100;
 
 /**
@@ -34,15 +35,16 @@ const FOLLOW_POLL_MS = 100;
  * | `<prefix>s:<id>` | a Redis Stream: event `seq` as entry `<seq>-0` (field `b`, the encoded bytes), the end as `<lastSeq>-1` (field `end`) | trimmed by `MINID` to the window; expires `retentionMs` after the end |
  * | `<prefix>s:<id>:meta` | route, credential hash, settings (JSON) | as the stream |
  * | `<prefix>s:<id>:lease` | the producing instance's id | `leaseMs`, renewed every third of it while it produces |
- * | `<prefix>s:<id>:follow` | the seq a reader on another instance has | `leaseMs`, renewed as it reads |
+ * | `<prefix>s:<id>:followers` | a hash: per reader on another instance, the seq it has and its deadline | a field `leaseMs` after its last report; the hash as the latest |
  * | `<prefix>a:<alias>` | the stream id a provider's own id names (Responses: `response.id`) | as the stream |
  *
  * The producing instance keeps its {@link ReplayStream} (a resume that lands there attaches
  * locally); Redis is written in order on one connection, trimmed by the window the local log
  * keeps. A follower whose producer stopped renewing its lease before the end gets
  * `ERR_TIDEGATE_UPSTREAM_LOST`. A reader on another instance counts as attached for the
- * producer: it reports its position in the `follow` key, and the producer reads up to
- * `windowBytes` ahead of it.
+ * producer: each reports its position in its own field of the `followers` hash, and the producer
+ * reads up to `windowBytes` ahead of the slowest live one (a field not renewed within `leaseMs`,
+ * a follower whose instance died, no longer counts).
  */
 export class RedisResumeStore implements ResumeStore {
   readonly kind = 'redis' as const;
@@ -74,7 +76,7 @@ export class RedisResumeStore implements ResumeStore {
       .exec()
       .catch(this.warn);
     const stream = this.local.open(source, meta, options);
-    // Renew the lease; while no reader is attached here, look for one on another instance.
+    // Renew the lease; read where the slowest reader on another instance is.
     const renew = setInterval(() => {
       const renewal = this.redis.multi().set(keys.lease, this.instanceId, 'PX', this.options.leaseMs).pexpire(keys.meta, liveMs).pexpire(keys.events, liveMs);
       const aliasKey = this.aliasKeys.get(meta.streamId);
@@ -82,8 +84,7 @@ export class RedisResumeStore implements ResumeStore {
       void renewal.exec().catch(this.warn);
     }, Math.max(10, Math.floor(this.options.leaseMs / 3)));
     const poll = setInterval(() => {
-      if (stream.attached > 0) return;
-      this.redis.get(keys.follow).then((v) => stream.follow(v === null ? undefined : Number(v)), this.warn);
+      slowestFollower(this.redis, keys.followers).then((seq) => stream.follow(seq), this.warn);
     }, FOLLOW_POLL_MS);
     for (const t of [renew, poll]) {
       t.unref();
@@ -194,7 +195,7 @@ export class RedisResumeStore implements ResumeStore {
         const aliasKey = this.aliasKeys.get(meta.streamId);
         this.aliasKeys.delete(meta.streamId);
         if (t.kind === 'cancelled') {
-          void this.redis.del(keys.events, keys.meta, keys.lease, keys.follow).catch(this.warn);
+          void this.redis.del(keys.events, keys.meta, keys.lease, keys.followers).catch(this.warn);
           if (aliasKey !== undefined) void this.dropAlias(aliasKey, meta.streamId);
           return;
         }
@@ -228,7 +229,7 @@ export class RedisResumeStore implements ResumeStore {
 
   private keys(streamId: string): RedisStreamKeys {
     const base = `${this.options.keyPrefix}s:${streamId}`;
-    return { events: base, meta: `${base}:meta`, lease: `${base}:lease`, follow: `${base}:follow` };
+    return { events: base, meta: `${base}:meta`, lease: `${base}:lease`, followers: `${base}:followers` };
   }
 
   private readonly warn = (err: unknown): void => {

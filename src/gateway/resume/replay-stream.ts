@@ -107,9 +107,10 @@ export class ReplayStream implements Subscriber<BridgeElement> {
   }
 
   /**
-   * A reader on another instance follows from the shared store and has every event up to `seq`
-   * (`undefined`: none follows any more). It counts as an attached reader that always asks: the
-   * producer runs up to `windowBytes` ahead of it, and the linger waits while it follows.
+   * The slowest of the readers on other instances, which follow from the shared store, has every
+   * event up to `seq` (`undefined`: none follows any more). It counts as an attached reader that
+   * always asks: the producer runs up to `windowBytes` ahead of it, and the linger waits while it
+   * follows.
    */
   follow(seq: number | undefined): void {
     if (this.terminal !== undefined || seq === this.remote) return;
