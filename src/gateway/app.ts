@@ -180,7 +180,8 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
         held = true;
         return release;
       };
-      res.once('close', () => {
+      // 'close' comes once; `on` spares the once wrapper that would live as long as the stream.
+      res.on('close', () => {
         if (!held) release();
       });
       next();
