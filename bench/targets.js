@@ -91,7 +91,7 @@ function deepMerge(a, b) {
  * written to a JSON file passed with `--config`, merged over the bench's admission limits.
  * Returns {cmd, args, env, unsupported, configFile}.
  */
-function tidegateCommand({ cli = GATEWAY_CLI, port, upstreamUrl, policy, config, tmpDir }) {
+function tidegateCommand({ cli = GATEWAY_CLI, port, upstreamUrl, policy, config, tmpDir, nodeFlags: variantFlags = [] }) {
   const p = { ...DEFAULT_POLICY, ...(policy || {}) };
   const supported = cliFlags(cli);
   let configFile = null;
@@ -116,7 +116,7 @@ function tidegateCommand({ cli = GATEWAY_CLI, port, upstreamUrl, policy, config,
   ];
   // BENCH_GATEWAY_NODE_FLAGS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles the gateway process.
   const nodeFlags = (process.env.BENCH_GATEWAY_NODE_FLAGS || '').split(/\s+/).filter(Boolean);
-  const args = [...nodeFlags, cli, '--port', String(port)];
+  const args = [...variantFlags, ...nodeFlags, cli, '--port', String(port)];
   const unsupported = [];
   for (const [k, v] of flags) {
     if (v === undefined) continue;
@@ -208,7 +208,7 @@ function hpmInstalled() {
  * The tidegate targets of one build. `suffix` ('' for the current build, '@before' for --ref,
  * '~label' for a --variant) is appended to each name; `config` is passed to every one of them.
  */
-function tidegateTargets({ cli = GATEWAY_CLI, suffix = '', labelSuffix = '', config = null, before = false, variant = null, variantScenarios = null } = {}) {
+function tidegateTargets({ cli = GATEWAY_CLI, suffix = '', labelSuffix = '', config = null, nodeFlags = [], before = false, variant = null, variantScenarios = null } = {}) {
   const built = () => (fs.existsSync(cli) ? { ok: true } : { ok: false, why: `${path.relative(ROOT, cli)} not built` });
   const mk = (base, label, routePath, extraCheck) => ({
     name: base + suffix,
@@ -225,7 +225,7 @@ function tidegateTargets({ cli = GATEWAY_CLI, suffix = '', labelSuffix = '', con
       const a = built();
       return a.ok && extraCheck ? extraCheck() : a;
     },
-    start: (ctx) => startTidegate(base + suffix, { ...ctx, cli, config: ctx.config || config }),
+    start: (ctx) => startTidegate(base + suffix, { ...ctx, cli, config: ctx.config || config, nodeFlags }),
   });
   return [
     mk('tidegate-pass', 'tidegate passthrough', '/sse', () => {
@@ -263,7 +263,7 @@ function targets(opts = {}) {
   ];
   const current = tidegateTargets();
   const before = opts.ref ? tidegateTargets({ cli: opts.ref.cli, suffix: '@before', labelSuffix: ' (before)', before: true }) : [];
-  const variants = [...(opts.variants || []), ...autoVariants()].map((v) => ({ ...v, targets: tidegateTargets({ suffix: `~${v.label}`, labelSuffix: ` (${v.label})`, config: v.config, variant: v.label, variantScenarios: v.scenarios || null }) }));
+  const variants = [...(opts.variants || []), ...autoVariants()].map((v) => ({ ...v, targets: tidegateTargets({ suffix: `~${v.label}`, labelSuffix: ` (${v.label})`, config: v.config, nodeFlags: v.nodeFlags || [], variant: v.label, variantScenarios: v.scenarios || null }) }));
   current.forEach((t, i) => {
     list.push(t);
     if (before[i]) list.push(before[i]);
@@ -273,12 +273,15 @@ function targets(opts = {}) {
 }
 
 /**
- * Variants every full run adds once the build has the setting: the passthrough route with the
- * kernel's own unsent-queue size (`stream.kernelUnsentBytes: 0`) beside the default, in S1 and S2.
+ * Variants every full run adds: the passthrough route with the kernel's own unsent-queue size
+ * (`stream.kernelUnsentBytes: 0`) beside the default, in S1 and S2, once the build has the
+ * setting; and both routes with V8's semi-spaces held at 1 MiB (`node --max-semi-space-size=1`,
+ * the memory-for-CPU knob of docs/gateway.md) in S1, S2 and S2chunk.
  */
 function autoVariants() {
-  if (!buildMentions(GATEWAY_CLI, 'kernelUnsentBytes')) return [];
-  return [{ label: 'kernelUnsentBytes 0', config: { stream: { kernelUnsentBytes: 0 } }, only: ['tidegate-pass'], scenarios: ['S1', 'S2'], auto: true }];
+  const list = [{ label: 'semi-space 1 MiB', config: null, nodeFlags: ['--max-semi-space-size=1'], only: ['tidegate-pass', 'tidegate-openai'], scenarios: ['S1', 'S2', 'S2CHUNK'], auto: true }];
+  if (buildMentions(GATEWAY_CLI, 'kernelUnsentBytes')) list.unshift({ label: 'kernelUnsentBytes 0', config: { stream: { kernelUnsentBytes: 0 } }, only: ['tidegate-pass'], scenarios: ['S1', 'S2'], auto: true });
+  return list;
 }
 
 async function startNode(name, args, ctx) {
@@ -292,7 +295,7 @@ async function startNode(name, args, ctx) {
 async function startTidegate(name, ctx) {
   const tmpDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tidegate-bench-gw-'));
   const cleanup = () => fs.rmSync(tmpDir, { recursive: true, force: true });
-  const c = tidegateCommand({ cli: ctx.cli, port: ctx.port, upstreamUrl: ctx.upstreamUrl, policy: ctx.policy, config: ctx.config, tmpDir });
+  const c = tidegateCommand({ cli: ctx.cli, port: ctx.port, upstreamUrl: ctx.upstreamUrl, policy: ctx.policy, config: ctx.config, tmpDir, nodeFlags: ctx.nodeFlags });
   const rec = procs.start(name, c.cmd, c.args, { cwd: path.resolve(distOf(ctx.cli || GATEWAY_CLI), '..'), env: c.env });
   try {
     await procs.waitForPort(ctx.port, 15000, rec);

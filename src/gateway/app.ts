@@ -87,6 +87,25 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
     fallback: PLAIN_ERRORS,
     signal: shutdown.signal,
   };
+  /**
+   * Admits a resume of `streamId`: on the slot its detached stream holds when the stream lends it
+   * (the client taking its own stream over, see ResumeService.lendSlot), else on a slot of its
+   * own. False when refused (the refusal is answered).
+   */
+  const admitResume = (req: Request, res: Response, streamId: string | undefined, errorShape: Pick<ProviderAdapter, 'sendHttpError'>): boolean => {
+    const loan = streamId === undefined ? undefined : resume?.lendSlot(streamId);
+    if (loan !== undefined) {
+      res.once('close', loan);
+      return true;
+    }
+    const release = admission.admitStream(req);
+    if (release instanceof AdmissionError) {
+      admission.refuse(req, res, errorShape, release);
+      return false;
+    }
+    res.once('close', release);
+    return true;
+  };
   /** Runs one stream (relayed or resumed), counted for readiness and the drain. */
   const track = (run: Promise<void>): void => {
     active++;
@@ -136,12 +155,10 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
   }
 
   if (resumeDeps !== undefined) {
-    // A resume holds a stream slot like the stream it continues.
+    // A resume holds a stream slot like the stream it continues (its detached stream's, when lent).
     app.get(RESUME_PATH, (req: Request, res: Response) => {
       if (!ready) return PLAIN_ERRORS.sendHttpError(res, new ShutdownError('gateway is shutting down; retry on another instance'));
-      const release = admission.admitStream(req);
-      if (release instanceof AdmissionError) return admission.refuse(req, res, PLAIN_ERRORS, release);
-      res.once('close', release);
+      if (!admitResume(req, res, String(req.params.streamId), PLAIN_ERRORS)) return;
       track(serveResume(req, res, String(req.params.streamId), resumeDeps));
     });
   }
@@ -163,7 +180,8 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
         held = true;
         return release;
       };
-      res.once('close', () => {
+      // 'close' comes once; `on` spares the once wrapper that would live as long as the stream.
+      res.on('close', () => {
         if (!held) release();
       });
       next();
@@ -205,7 +223,15 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
       }
       // A resumable passthrough GET with one of its own event ids is a browser's EventSource coming back.
       const resumeFrom = route.resume !== undefined && req.method === 'GET' ? parseEventId(req.header('last-event-id')) : undefined;
-      if (resumeFrom !== undefined && resumeDeps !== undefined) return track(serveResume(req, res, resumeFrom.streamId, resumeDeps, route.path));
+      if (resumeFrom !== undefined && resumeDeps !== undefined) {
+        // Taking its detached stream over, the client gives back the slot `admit` took.
+        const loan = resumeDeps.service.lendSlot(resumeFrom.streamId);
+        if (loan !== undefined) {
+          res.once('close', loan);
+          (res.locals.holdSlot as () => ReleaseStream)()();
+        }
+        return track(serveResume(req, res, resumeFrom.streamId, resumeDeps, route.path));
+      }
       track(relay(req, res, {
         route: route as ResolvedRoute & { url: string },
         adapter,
@@ -230,12 +256,13 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
       // whatever the upstream supports; a streamed one holds a slot as /v1/streams does.
       app.get(`${route.path}${RESPONSES_RETRIEVE_SUFFIX}`, (req: Request, res: Response) => {
         if (!ready) return adapter.sendHttpError(res, new ShutdownError('gateway is shutting down; retry on another instance'));
-        if (req.query.stream === 'true') {
-          const release = admission.admitStream(req);
-          if (release instanceof AdmissionError) return admission.refuse(req, res, adapter, release);
-          res.once('close', release);
-        }
-        track(serveResponsesRetrieve(req, res, route.path, resumeDeps));
+        const resolved = resumeDeps.service.resolve(String(req.params.responseId)).catch(() => undefined);
+        track(
+          (async () => {
+            if (req.query.stream === 'true' && !admitResume(req, res, await resolved, adapter)) return;
+            await serveResponsesRetrieve(req, res, route.path, resumeDeps, resolved);
+          })(),
+        );
       });
     }
     // A body the parser rejects gets the provider's JSON error, not Express' HTML page.

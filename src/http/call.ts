@@ -181,8 +181,9 @@ export class UpstreamCall implements SizedReadCall {
         if (readCallOf(socket) === this) setReadCall(socket, undefined);
         if (listening) socket.off('data', this.onSocketData);
       };
-      res.once('end', off);
-      res.once('close', off);
+      // `on`, not `once`: a once wrapper costs ~150 bytes for as long as the stream lasts; `off` is idempotent.
+      res.on('end', off);
+      res.on('close', off);
     });
   };
 

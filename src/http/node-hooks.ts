@@ -382,7 +382,7 @@ export function muteBodyCallbacks(res: http.IncomingMessage): MutedParser | unde
   };
   parser[found.body] = undefined;
   parser[found.headers] = nextHeaders;
-  socket.once('close', restore);
+  socket.on('close', restore); // restore() removes it (a once wrapper would stay with the stream)
   return { restore, readsResponse: () => parser.incoming === res };
 }
 

@@ -56,8 +56,10 @@ export class Scrubber {
     return bytes;
   }
 
-  /** A scrubber with this one's secrets and `more`'s. */
+  /** A scrubber with this one's secrets and `more`'s (one of the two itself when the other has none). */
   with(more: Scrubber): Scrubber {
+    if (!more.active) return this;
+    if (!this.active) return more;
     return new Scrubber([...this.strings, ...more.strings], 1);
   }
 }
@@ -125,13 +127,13 @@ export interface UpstreamRedaction {
  * it sends (see {@link credentialSecrets}), the URL's host, userinfo and query.
  */
 export function upstreamRedaction(url: string, apiKey: string | undefined, headers: Readonly<Record<string, string>>): UpstreamRedaction {
-  const { credentials, secrets, redacted, href } = urlParts(url);
+  const { credentials, urlScrubber, credentialScrubber, redacted, href } = urlParts(url);
   // Credentials in the URL (userinfo, a `?key=` query value) are credentials too: an upstream may echo its URL.
   const keys = new Scrubber([...credentialSecrets(apiKey, headers), ...credentials]);
-  const forLogs = keys.with(new Scrubber(credentials, 1));
+  const forLogs = keys.with(credentialScrubber);
   return {
     keys,
-    errors: keys.with(new Scrubber(secrets, 1)),
+    errors: keys.with(urlScrubber),
     url: redacted,
     detail(error) {
       if (error === undefined) return undefined;
@@ -145,14 +147,17 @@ export function upstreamRedaction(url: string, apiKey: string | undefined, heade
 /** What {@link upstreamRedaction} takes from an upstream URL. */
 interface UrlParts {
   readonly credentials: readonly string[];
-  readonly secrets: readonly string[];
+  /** Its {@link urlSecrets}, and its {@link urlCredentials}, as scrubbers of any length. */
+  readonly urlScrubber: Scrubber;
+  readonly credentialScrubber: Scrubber;
   readonly redacted: string;
   readonly href: string;
 }
 
 /**
  * The parts of URLs that hold no credential (no userinfo, no query), by URL: a route's own
- * upstream URL is parsed once, not five times per stream. A URL with a credential in it is never
+ * upstream URL is parsed once, not five times per stream, and its scrubber (with its `Buffer`s)
+ * is shared by the streams whose calls have no credential of their own. A URL with a credential in it is never
  * kept past its call. Bounded: cleared when full.
  */
 const plainUrlParts = new Map<string, UrlParts>();
@@ -167,7 +172,8 @@ function urlParts(url: string): UrlParts {
   } catch {
     // not a URL: only the string as given is replaced
   }
-  const parts: UrlParts = { credentials: urlCredentials(url), secrets: urlSecrets(url), redacted: redactUrl(url), href };
+  const credentials = urlCredentials(url);
+  const parts: UrlParts = { credentials, urlScrubber: new Scrubber(urlSecrets(url), 1), credentialScrubber: new Scrubber(credentials, 1), redacted: redactUrl(url), href };
   if (!url.includes('@') && !url.includes('?')) {
     if (plainUrlParts.size >= MAX_PLAIN_URLS) plainUrlParts.clear();
     plainUrlParts.set(url, parts);

@@ -75,7 +75,7 @@ export class StreamContext {
     this.unregister = env.register((reason) => this.abortWith(reason));
     const totalMs = route.timeouts.totalMs;
     this.totalTimer = totalMs > 0 ? setTimeout(() => this.abortWith(new TimeoutError('total', totalMs, `stream exceeded its total time of ${totalMs} ms`)), totalMs) : undefined;
-    res.once('close', this.onClientClose);
+    res.on('close', this.onClientClose); // removed by handOverClientWatch() or close()
     env.metrics.activeStreams.inc({ route: route.path });
     // A protocol whose errors continue the stream's numbering (Responses) gets its own adapter.
     this.baseAdapter = env.adapter.forStream?.() ?? env.adapter;

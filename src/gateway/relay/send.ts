@@ -55,6 +55,9 @@ export async function sendToClient(stream: StreamContext, d: Delivery): Promise<
     kernelBytes,
   });
   stream.early?.stop();
+  // An early commit that never fired has nothing left to do: its timer and closures go now, not
+  // when the stream ends.
+  if (stream.early?.committed === false) stream.early = undefined;
   handle = sendFlow(res, d.flow, {
     prefetch: plan.kind === 'bytes' ? FRAME_PREFETCH : route.policy.prefetch,
     maxElementBytes: plan.kind === 'events' ? plan.maxElementBytes : undefined,

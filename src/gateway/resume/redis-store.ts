@@ -51,7 +51,7 @@ export class RedisResumeStore implements ResumeStore {
   /** This process's id in leases. */
   readonly instanceId = randomBytes(8).toString('hex');
   private readonly redis: Redis;
-  private readonly local: MemoryResumeStore;
+  private readonly here: MemoryResumeStore;
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly followers = new Set<Redis>();
   /** Alias key of each stream produced here that has one. */
@@ -60,7 +60,7 @@ export class RedisResumeStore implements ResumeStore {
   constructor(private readonly options: RedisStoreOptions) {
     this.redis = new Redis(options.url, { lazyConnect: false, maxRetriesPerRequest: 2, enableOfflineQueue: true });
     this.redis.on('error', (err: Error) => options.logger.warn('redis', { error: err.message }));
-    this.local = new MemoryResumeStore({
+    this.here = new MemoryResumeStore({
       maxBytes: options.maxMemoryBytes,
       hooks: (meta) => this.mirror(meta),
     });
@@ -75,7 +75,7 @@ export class RedisResumeStore implements ResumeStore {
       .set(keys.lease, this.instanceId, 'PX', this.options.leaseMs)
       .exec()
       .catch(this.warn);
-    const stream = this.local.open(source, meta, options);
+    const stream = this.here.open(source, meta, options);
     // Renew the lease; read where the slowest reader on another instance is.
     const renew = setInterval(() => {
       const renewal = this.redis.multi().set(keys.lease, this.instanceId, 'PX', this.options.leaseMs).pexpire(keys.meta, liveMs).pexpire(keys.events, liveMs);
@@ -100,7 +100,7 @@ export class RedisResumeStore implements ResumeStore {
   }
 
   async find(streamId: string): Promise<StoredStream | undefined> {
-    const here = await this.local.find(streamId);
+    const here = await this.here.find(streamId);
     if (here !== undefined) return here;
     const keys = this.keys(streamId);
     const raw = await this.redis.get(keys.meta);
@@ -110,25 +110,29 @@ export class RedisResumeStore implements ResumeStore {
   }
 
   async resolve(alias: string): Promise<string | undefined> {
-    return (await this.local.resolve(alias)) ?? (await this.redis.get(this.aliasKey(alias))) ?? undefined;
+    return (await this.here.resolve(alias)) ?? (await this.redis.get(this.aliasKey(alias))) ?? undefined;
+  }
+
+  local(streamId: string): ReplayStream | undefined {
+    return this.here.local(streamId);
   }
 
   logBytes(): number {
-    return this.local.logBytes();
+    return this.here.logBytes();
   }
 
   cancelDetached(): number {
-    return this.local.cancelDetached();
+    return this.here.cancelDetached();
   }
 
   detachedStreams(): number {
-    return this.local.detachedStreams();
+    return this.here.detachedStreams();
   }
 
   async close(): Promise<void> {
     for (const t of this.timers) clearInterval(t);
     this.timers.clear();
-    await this.local.close();
+    await this.here.close();
     for (const f of this.followers) f.disconnect();
     await this.redis.quit().catch(() => this.redis.disconnect());
   }
@@ -199,7 +203,7 @@ export class RedisResumeStore implements ResumeStore {
           if (aliasKey !== undefined) void this.dropAlias(aliasKey, meta.streamId);
           return;
         }
-        const lastSeq = this.local.local(meta.streamId)?.window.lastSeq ?? 0;
+        const lastSeq = this.here.local(meta.streamId)?.window.lastSeq ?? 0;
         const end = t.kind === 'complete' ? { kind: 'complete' } : { kind: 'error', ...errorFields(t.error) };
         void this.redis
           .multi()

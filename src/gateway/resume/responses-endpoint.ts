@@ -28,11 +28,12 @@ const TERMINAL_TYPES = new Set(['response.completed', 'response.incomplete', 're
  * `ERR_TIDEGATE_RESUME_GAP` when events after `n` left the window, 400 a malformed
  * `starting_after` or one past what was relayed.
  *
+ * `resolving` is the stream id the response id names, when the caller already asked the store.
  * Resolves when the answer ended.
  */
-export async function serveResponsesRetrieve(req: Request, res: Response, routePath: string, deps: ResumeEndpointDeps): Promise<void> {
+export async function serveResponsesRetrieve(req: Request, res: Response, routePath: string, deps: ResumeEndpointDeps, resolving?: Promise<string | undefined>): Promise<void> {
   const responseId = String(req.params.responseId);
-  const resolved = await deps.service.resolve(responseId).catch(() => undefined);
+  const resolved = await (resolving ?? deps.service.resolve(responseId)).catch(() => undefined);
   if (req.query.stream === 'true') {
     return serveResume(req, res, resolved ?? '', deps, routePath, async (stored) => seqAfterSequenceNumber(await stored.snapshot(), startingAfter(req)));
   }

@@ -40,6 +40,8 @@ export interface SharedStream {
 export class ResumeService {
   readonly memory: MemoryResumeStore;
   readonly metrics: ResumeMetrics;
+  /** Streams whose admission slot a resume borrows now ({@link lendSlot}). */
+  private readonly lent = new Set<string>();
 
   constructor(private readonly options: ResumeServiceOptions) {
     this.memory = new MemoryResumeStore({ maxBytes: options.maxMemoryBytes });
@@ -66,6 +68,26 @@ export class ResumeService {
   /** The stream id a provider's own id of a stream names ({@link OpenOptions.aliasOf}), here or in the shared store. */
   async resolve(alias: string): Promise<string | undefined> {
     return (await this.memory.resolve(alias)) ?? (await this.options.redis?.resolve(alias));
+  }
+
+  /**
+   * Lends a resume of `streamId` the admission slot the stream holds, when the stream was
+   * produced here, still runs, and nobody reads it (detached: no reader here nor on another
+   * instance) and no other resume borrows it now: the client coming back takes its own stream
+   * over instead of a second slot. Returns the end of the loan (call it once the resume's
+   * response closed), or `undefined`: the resume takes a slot of its own (a stream read by
+   * someone else, produced on another instance, ended, or already lent).
+   */
+  lendSlot(streamId: string): (() => void) | undefined {
+    const stream = this.memory.local(streamId) ?? this.options.redis?.local(streamId);
+    if (stream === undefined || !stream.detached || this.lent.has(streamId)) return undefined;
+    this.lent.add(streamId);
+    let returned = false;
+    return () => {
+      if (returned) return;
+      returned = true;
+      this.lent.delete(streamId);
+    };
   }
 
   /** Shutdown: see {@link ResumeStore.cancelDetached}; returns how many streams it cancelled now. */

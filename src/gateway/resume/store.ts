@@ -70,6 +70,8 @@ export interface ResumeStore {
    * its stream (a later stream with the same alias takes it over).
    */
   resolve(alias: string): Promise<string | undefined>;
+  /** The running or retained stream `streamId` produced in this process, `undefined` for any other. */
+  local(streamId: string): ReplayStream | undefined;
   /** Bytes of every log this store holds in this process. */
   logBytes(): number;
   /** Streams produced here with no reader attached, lingering. */
