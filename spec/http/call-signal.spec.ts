@@ -51,6 +51,18 @@ describe('CallSignal', () => {
     });
   }
 
+  it('an abort after the head clears the first-byte deadline of a body never subscribed', async () => {
+    handler = (_req, res) => sseHead(res);
+    const timers = (): number => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    const controller = new AbortController();
+    const before = timers();
+    const stream = await openUpstreamStream({ url, signal: controller.signal, firstByteTimeoutMs: 60_000 });
+    controller.abort(new Error('client left'));
+    // A 60 s timer left behind would hold the process (and a test worker) open that long.
+    expect(timers()).toBe(before);
+    await expect(drain(stream)).resolves.toEqual(new Error('client left'));
+  });
+
   it('a signal aborted before the call rejects with its reason, without sending', async () => {
     const before = requests;
     const reason = new Error('mine');

@@ -107,6 +107,10 @@ export class UpstreamCall implements SizedReadCall {
 
   abort(reason: unknown): void {
     if (this.signal.aborted) return;
+    // An aborted call has no deadline left: its timers must not outlive it (a body never
+    // subscribed is never released, and would keep the process alive until the first-byte one).
+    this.firstByte();
+    this.clearConnect();
     this.signal.abort(reason);
     // node-fetch only emits 'error' on the body; a body not yet subscribed (or a zlib body, which
     // the response's destruction does not reach) would otherwise never end for a later subscriber.
