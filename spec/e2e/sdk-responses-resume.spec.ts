@@ -115,6 +115,30 @@ describe('responses.retrieve({ stream: true, starting_after }) on a resumable ro
     expect(await readEvents(await client('alice').responses.retrieve(id, { stream: true, starting_after: 2 }))).toEqual(first.slice(3));
   });
 
+  it('ends a resumed stream as the original failed: its error events numbered on, naming the response', async () => {
+    type Wire = { event: string | undefined; data: Record<string, unknown> };
+    const parse = (text: string): Wire[] =>
+      text
+        .trim()
+        .split('\n\n')
+        .map((block) => ({ event: /^event: (.*)$/m.exec(block)?.[1], data: JSON.parse(/^data: (.*)$/m.exec(block)?.[1] ?? 'null') as Record<string, unknown> }));
+    const res = await fetch(`${t.gateway.url}/v1/responses`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer k', 'x-sim-fault': 'truncate', 'x-sim-fault-after': '3' },
+      body: JSON.stringify({ model: 'sim-responses', input: 'hi', stream: true }),
+    });
+    const original = parse(await res.text());
+    const [error, failed] = original.slice(-2);
+    expect(error!.event).toBe('error');
+    expect(failed!.event).toBe('response.failed');
+    const kept = original.slice(0, -2);
+    const id = (kept[0]!.data.response as { id: string }).id;
+    const from = kept[kept.length - 2]!.data.sequence_number as number;
+    const again = await fetch(`${t.gateway.url}/v1/responses/${id}?stream=true&starting_after=${from}`, { headers: { authorization: 'Bearer k' } });
+    expect(again.status).toBe(200);
+    expect(parse(await again.text())).toEqual([kept[kept.length - 1], error, failed]);
+  });
+
   it('refuses a starting_after past the events relayed so far with 400', async () => {
     const first = await readEvents(await client().responses.create({ model: 'sim-long', input: 'hi', stream: true }, slow), 5);
     const err = await refusal(client().responses.retrieve(responseIdOf(first), { stream: true, starting_after: 100_000 }));

@@ -112,6 +112,15 @@ function responsesStream(): ProviderAdapter {
         }
       };
     },
+    observe(event) {
+      const seq = lastSequence(event);
+      if (seq !== undefined && seq > state.sequence) state.sequence = seq;
+      if (event.indexOf('"response"') === -1) return;
+      const response = obj(eventDataOf(event)?.response);
+      if (typeof response?.id === 'string') state.responseId = response.id;
+      if (typeof response?.model === 'string') state.model = response.model;
+      if (typeof response?.created_at === 'number') state.createdAt = response.created_at;
+    },
     needsDecode(frame) {
       const seq = lastSequence(frame);
       if (seq !== undefined && seq > state.sequence) state.sequence = seq;

@@ -68,6 +68,13 @@ export interface ProviderAdapter {
    * (Responses: the last `sequence_number` and the response id). Absent: the adapter is shared.
    */
   forStream?: (() => ProviderAdapter) | undefined;
+  /**
+   * Follows, in one event's encoded SSE bytes as a resume replays them (never decoded), the state
+   * this stream's {@link formatError} continues from (Responses: the last `sequence_number` and
+   * the response id), so a resumed stream that fails ends as the original did. Only on a
+   * {@link forStream} adapter.
+   */
+  observe?: ((event: Buffer) => void) | undefined;
   /** An error answered before the stream started: status and JSON body in the provider's shape. */
   sendHttpError(res: ServerResponse, error: unknown): void;
   /**

@@ -54,13 +54,20 @@ export async function serveResume(req: Request, res: Response, streamId: string,
     routePath = stored.meta.routePath;
     const route = deps.routeOf(routePath);
     if (route === undefined) throw new StreamNotFoundError();
-    const adapter = deps.adapterOf(routePath);
+    // Its own state, followed through the replayed events, so an error numbers on as the original's.
+    const base = deps.adapterOf(routePath);
+    const adapter = base.forStream?.() ?? base;
     errorShape = adapter;
     if (!credentialMatches(stored.meta.credentialHash, credentialHash(req.headers))) throw new ResumeForbiddenError();
     const afterSeq = resumeAt === undefined ? resumePoint(req, streamId) : await resumeAt(stored);
+    if (adapter.observe !== undefined) {
+      // The events the client already has set that state too (the response id of the first one).
+      const log = await stored.snapshot();
+      for (let i = 0; i < log.events.length && log.firstSeq + i <= afterSeq; i++) adapter.observe(log.events[i] as Buffer);
+    }
     const events = await stored.reader(afterSeq);
     service.metrics.resumes.inc({ route: routePath });
-    const handle = sendFlow(res, endAfterSubscribe(events), {
+    const handle = sendFlow(res, endAfterSubscribe(events, adapter.observe), {
       prefetch: route.policy.prefetch,
       budget: new ByteBudget(route.policy.maxBufferedBytes),
       stallTimeoutMs: route.policy.stallTimeoutMs,
@@ -99,15 +106,18 @@ function resumePoint(req: Request, streamId: string): number {
  * resumed after its last event) held until the subscription returned: `sendFlow` then commits
  * the SSE headers first, and the resume ends as the original did, with its error event in the
  * route's protocol (not an HTTP error) or a clean end. The log was found valid before, so a
- * resume that gets this far is a 200.
+ * resume that gets this far is a 200. Each event is shown to `observe` on its way.
  */
-function endAfterSubscribe(events: Flow<Buffer>): Flow<Buffer> {
+function endAfterSubscribe(events: Flow<Buffer>, observe?: (event: Buffer) => void): Flow<Buffer> {
   return new Flow<Buffer>((actual) => {
     let subscribing = true;
     let held: (() => void) | undefined;
     const relay: Subscriber<Buffer> = {
       onSubscribe: (s: Subscription) => actual.onSubscribe(s),
-      onNext: (b) => actual.onNext(b),
+      onNext: (b) => {
+        observe?.(b);
+        actual.onNext(b);
+      },
       onError: (e) => (subscribing ? (held = () => actual.onError(e)) : actual.onError(e)),
       onComplete: () => (subscribing ? (held = () => actual.onComplete()) : actual.onComplete()),
     };
