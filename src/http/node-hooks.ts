@@ -285,7 +285,8 @@ export function callAgent(url: URL, agent?: http.Agent): http.Agent {
 }
 
 /**
- * The abort signal node-fetch watches for one call. node-fetch 2 uses only `aborted` and
+ * The abort signal node-fetch watches for one call, and the gateway's per-stream signal (every
+ * watcher of it uses only what node-fetch uses). node-fetch 2 uses only `aborted` and
  * `add`/`removeEventListener('abort')` of a signal, and recognises one by its prototype's
  * constructor name. A WHATWG `AbortController` with its `AbortSignal` costs about 1 KB of heap
  * per call held for the whole stream (Node gives every `AbortSignal` a hidden class of its own);
