@@ -12,6 +12,8 @@ export interface PacedTarget {
   readonly writableEnded: boolean;
   readonly destroyed: boolean;
   setHeader(name: string, value: string | number | readonly string[]): unknown;
+  /** Commits the head; it leaves with the first write or {@link flushHeaders}. */
+  writeHead(statusCode: number): unknown;
   flushHeaders(): void;
   /** `false`: wait for `'drain'` before the next write. */
   write(chunk: Buffer): boolean;
@@ -81,6 +83,10 @@ export class PacedResponse extends Writable {
   }
   setHeader(name: string, value: string | number | readonly string[]): this {
     this.real.setHeader(name, value);
+    return this;
+  }
+  writeHead(statusCode: number): this {
+    this.real.writeHead(statusCode);
     return this;
   }
   flushHeaders(): void {

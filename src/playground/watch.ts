@@ -97,6 +97,11 @@ export class RunChannel implements PacedTarget {
   /** The run's own headers describe an SSE stream inside this one: nothing to send. */
   setHeader(): void {}
 
+  /** The run's head is committed; the page stream's own was sent already. */
+  writeHead(): void {
+    this.headersSent = true;
+  }
+
   flushHeaders(): void {
     this.headersSent = true;
   }

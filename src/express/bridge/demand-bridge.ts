@@ -7,7 +7,8 @@ import type { Subscriber, Subscription } from '../../flow/types';
 import { formatError, sendHttpError } from '../error-shapes';
 import { chunkSize, toChunk, type Chunk } from './chunk';
 import { Heartbeat } from './heartbeat';
-import { boundKernelUnsent, kernelSendBytes, kernelUnsentBytesFor } from './kernel-unsent';
+import { commitSseHead } from './head';
+import { kernelSendBytes } from './kernel-unsent';
 import { lingerUntilDelivered } from './linger';
 import { StallWatch } from './stall-watch';
 import type { BridgeElement, SendFlowOptions, StreamHandle, StreamOutcome, StreamResult, BridgeState } from './types';
@@ -96,7 +97,7 @@ export class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
       return this.finish('error', err);
     }
     if (this.finished) return;
-    this.commit();
+    this.commit(); // a stream that already finished gets no heartbeat
     this.heartbeat.start();
     this.request();
     // The head waits for the first batch (one write, not two) only until the end of this turn
@@ -227,25 +228,12 @@ export class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
     if (!this.finished) this.finish('aborted', this.options.signal?.reason);
   };
 
-  /** Sends the headers, and queues the retry hint first in the batch; `start()` arms the heartbeat (a stream that already finished gets none). */
+  /** Commits the head ({@link commitSseHead}) and queues the retry hint first in the batch. */
   private commit(): void {
-    const { res, options } = this;
-    if (res.headersSent) return;
-    res.statusCode = 200;
-    res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
-    res.setHeader('Cache-Control', 'no-cache, no-transform');
-    res.setHeader('X-Accel-Buffering', 'no');
-    // Only where the client keeps the connection: a request with `Connection: close` must be honoured.
-    if (res.req?.httpVersionMajor === 1 && res.shouldKeepAlive) res.setHeader('Connection', 'keep-alive');
-    for (const [name, value] of Object.entries(options.headers ?? {})) res.setHeader(name, value);
-    // Committed (headersSent) but not written: Node sends the head with the first write.
-    res.writeHead(200);
-    res.socket?.setNoDelay(true);
-    boundKernelUnsent(res.socket, kernelUnsentBytesFor(options.kernelUnsentBytes, this.budget.maxBytes));
-    if (options.retryMs !== undefined) {
-      const hint = toChunk({ retry: options.retryMs });
-      this.write(hint, hint.length);
-    }
+    if (this.res.headersSent) return;
+    commitSseHead(this.res, this.options, this.budget.maxBytes);
+    const hint = this.options.retryMs === undefined ? undefined : toChunk({ retry: this.options.retryMs });
+    if (hint !== undefined) this.write(hint, hint.length);
   }
 
   private request(): void {
