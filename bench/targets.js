@@ -279,7 +279,7 @@ function targets(opts = {}) {
  * the memory-for-CPU knob of docs/gateway.md) in S1, S2 and S2chunk.
  */
 function autoVariants() {
-  const list = [{ label: 'semi-space 1 MiB', config: null, nodeFlags: ['--max-semi-space-size=1'], only: ['tidegate-pass', 'tidegate-openai'], scenarios: ['S1', 'S2', 'S2CHUNK'], auto: true }];
+  const list = [{ label: 'semi-space 1 MiB', config: null, nodeFlags: ['--max-semi-space-size=1'], only: ['tidegate-pass', 'tidegate-openai'], scenarios: ['S1', 'S2', 'S2chunk'], auto: true }];
   if (buildMentions(GATEWAY_CLI, 'kernelUnsentBytes')) list.unshift({ label: 'kernelUnsentBytes 0', config: { stream: { kernelUnsentBytes: 0 } }, only: ['tidegate-pass'], scenarios: ['S1', 'S2'], auto: true });
   return list;
 }
