@@ -4,7 +4,7 @@ import type { SseEvent, SseEventInit } from '../sse';
 import { UpstreamStreamError } from '../http/errors';
 import { codeOf, httpStatusOf, messageOf, writeJsonError } from './errors-http';
 import type { GatewayEvent, ProviderAdapter } from './types';
-import { hasAsciiEscape, num, obj, parseObject, reencoder } from './wire';
+import { eventTypeOf, hasAsciiEscape, num, obj, parseObject, reencoder } from './wire';
 
 /** The Anthropic API version sent upstream when the client sent none. */
 export const DEFAULT_ANTHROPIC_VERSION = '2023-06-01';
@@ -55,7 +55,7 @@ export const anthropicAdapter: ProviderAdapter = {
     return (e: SseEvent): GatewayEvent => {
       const wire = wireOf(e);
       const body = parseObject(e.data);
-      const type = e.type !== 'message' ? e.type : typeof body?.type === 'string' ? body.type : 'message';
+      const type = eventTypeOf(e, body);
       switch (type) {
         case 'message_stop':
           return { type: 'done', wire };

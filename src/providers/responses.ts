@@ -3,7 +3,7 @@ import { SseFrame, encodeSse, type SseEvent, type SseEventInit } from '../sse';
 import { UpstreamStreamError } from '../http/errors';
 import { codeOf, httpStatusOf, messageOf, writeJsonError } from './errors-http';
 import type { GatewayEvent, ProviderAdapter, TokenUsage } from './types';
-import { hasAsciiEscape, num, obj, parseObject, reencoder } from './wire';
+import { eventTypeOf, hasAsciiEscape, num, obj, parseObject, reencoder } from './wire';
 
 // The byte relay decodes a frame (after the first text) only when it may end the stream: a
 // terminal event's name, or an error (`"type":"error"`, `"error":{…}`).
@@ -86,7 +86,7 @@ function responsesStream(): ProviderAdapter {
       return (e: SseEvent): GatewayEvent => {
         const wire = wireOf(e);
         const body = parseObject(e.data);
-        const type = e.type !== 'message' ? e.type : typeof body?.type === 'string' ? body.type : 'message';
+        const type = eventTypeOf(e, body);
         const seq = num(body?.sequence_number);
         if (seq !== undefined && seq > state.sequence) state.sequence = seq;
         const response = obj(body?.response);

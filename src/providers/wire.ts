@@ -28,6 +28,14 @@ export function parseObject(text: string): Record<string, unknown> | undefined {
   }
 }
 
+/**
+ * An event's type as Anthropic's and the Responses API's streams name it: its SSE `event:` field,
+ * or, when it has none (`message`), the `type` of its JSON body (`message` when that has none).
+ */
+export function eventTypeOf(e: SseEvent, body: Record<string, unknown> | undefined): string {
+  return e.type !== 'message' ? e.type : typeof body?.type === 'string' ? body.type : 'message';
+}
+
 /** A finite number field, else `undefined`. */
 export function num(v: unknown): number | undefined {
   return typeof v === 'number' && Number.isFinite(v) ? v : undefined;
