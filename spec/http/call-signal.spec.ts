@@ -8,7 +8,7 @@ import { getEventListeners } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { TimeoutError } from '../../src/errors';
 import { UpstreamHttpError, UpstreamResetError } from '../../src/http/errors';
-import { fetchUpstream, openUpstreamStream, type UpstreamStream } from '../../src/http/request';
+import { fetchUpstream, openUpstreamStream, sendUpstream, type UpstreamStream } from '../../src/http/request';
 import { sleep, waitFor } from '../harness/net';
 
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
@@ -197,5 +197,62 @@ describe('CallSignal', () => {
     expect(getEventListeners(c.signal, 'abort').length).toBe(1);
     stream.body.subscribeWithDemand({}).cancel();
     expect(getEventListeners(c.signal, 'abort').length).toBe(0);
+  });
+
+  // Once the answer came, node-fetch no longer watches the call's signal (its listeners are
+  // dropped to free its request's objects): the call itself must close the connection.
+  it('aborted during the body: the upstream sees the connection close', async () => {
+    handler = (_req, res) => {
+      sseHead(res);
+      res.write('data: a\n\n');
+    };
+    const c = new AbortController();
+    const early = closedEarly;
+    const stream = await openUpstreamStream({ url, method: 'POST', body: '{"a":1}', signal: c.signal });
+    const ended = drain(stream);
+    await sleep(20);
+    c.abort(new Error('stop'));
+    expect(await ended).toEqual(new Error('stop'));
+    await waitFor(() => closedEarly > early, 3000);
+  });
+
+  it('aborted before its body is subscribed: the upstream sees the connection close, the body errors with the reason', async () => {
+    handler = (_req, res) => {
+      sseHead(res);
+      res.write('data: a\n\n');
+    };
+    const c = new AbortController();
+    const early = closedEarly;
+    const stream = await openUpstreamStream({ url, signal: c.signal });
+    const reason = new Error('before the body');
+    c.abort(reason);
+    await waitFor(() => closedEarly > early, 3000);
+    expect(await drain(stream)).toBe(reason);
+  });
+
+  it('an answer whose body was never taken: an abort closes the upstream connection', async () => {
+    handler = (_req, res) => {
+      sseHead(res);
+      res.write('data: a\n\n');
+    };
+    const c = new AbortController();
+    const early = closedEarly;
+    const answer = await sendUpstream({ url, method: 'GET', signal: c.signal });
+    expect(answer.status).toBe(200);
+    c.abort(new Error('gone'));
+    await waitFor(() => closedEarly > early, 3000);
+  });
+
+  it('a cancelled body closes the upstream connection', async () => {
+    handler = (_req, res) => {
+      sseHead(res);
+      res.write('data: a\n\n');
+    };
+    const early = closedEarly;
+    const stream = await openUpstreamStream({ url, method: 'POST', body: '{}' });
+    const sub = stream.body.subscribeWithDemand({ next: () => undefined });
+    await sleep(20);
+    sub.cancel();
+    await waitFor(() => closedEarly > early, 3000);
   });
 });

@@ -1,7 +1,9 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import fetch from 'node-fetch';
-import { bodyIsResponse, CallSignal, muteBodyCallbacks, onServerClose, readBeingParsed, setReadCall, upstreamAgent, withClientRequest } from '../../src/http/node-hooks';
+import { bodyIsResponse, CallSignal, markListeners, muteBodyCallbacks, onServerClose, readBeingParsed, releaseFetchListeners, setReadCall, upstreamAgent, withClientRequest, type ListenerMark } from '../../src/http/node-hooks';
 
 // These specs pin what tidegate relies on inside Node and node-fetch. A failure here after an
 // upgrade means a hook in src/http/node-hooks.ts no longer holds: fix the hook, not the spec.
@@ -93,6 +95,76 @@ describe('Node and node-fetch internals the upstream client relies on', () => {
     await expect(body).rejects.toThrow();
     await serverClosed;
     expect(signal.aborted).toBe(true);
+  });
+});
+
+describe("node-fetch's per-call scope (releaseFetchListeners)", () => {
+  v8.setFlagsFromString('--expose-gc');
+  const gc = vm.runInNewContext('gc') as () => void;
+  const tick = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+  /** A POST through node-fetch as the call sends it (marks taken where the call takes them); released or not once answered. */
+  async function post(body: Buffer, release: boolean): Promise<{ response: Awaited<ReturnType<typeof fetch>>; req: http.ClientRequest }> {
+    const signal = new CallSignal();
+    const target = new URL(url);
+    let sent: { req: http.ClientRequest; reqMark: ListenerMark; res?: http.IncomingMessage; resMark?: ListenerMark } | undefined;
+    const response = await withClientRequest(
+      (req) => {
+        const s = (sent = { req, reqMark: markListeners(req) });
+        req.once('response', (res: http.IncomingMessage) => {
+          bodyIsResponse(res);
+          Object.assign(s, { res, resMark: markListeners(res) });
+        });
+      },
+      () => fetch(target, { method: 'POST', body, agent: upstreamAgent(target), signal: signal as never }),
+    );
+    if (sent?.res === undefined || sent.resMark === undefined) throw new Error('no response seen');
+    if (release) releaseFetchListeners(sent.req, sent.reqMark, sent.res, sent.resMark, signal);
+    return { response, req: sent.req };
+  }
+
+  /** Whether the request body is still reachable once the answer came (after a full GC), the body unread. */
+  async function bodyHeld(release: boolean): Promise<boolean> {
+    const ref = new WeakRef(Buffer.alloc(4096, 0x62));
+    const { response } = await post(ref.deref() as Buffer, release);
+    await tick(20);
+    gc();
+    await tick(0);
+    gc();
+    const held = ref.deref() !== undefined;
+    expect((await response.buffer()).length).toBe(64 * 1024);
+    return held;
+  }
+
+  it("node-fetch keeps the request's body alive while its listeners are there, not once they are released", async () => {
+    expect(await bodyHeld(false)).toBe(true);
+    expect(await bodyHeld(true)).toBe(false);
+  });
+
+  it('after the release a reset still errors the body, and the request error it also raises is heard', async () => {
+    server.removeAllListeners('request');
+    server.on('request', (_req: http.IncomingMessage, res: http.ServerResponse) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('data: a\n\n');
+      setTimeout(() => res.socket?.resetAndDestroy(), 30);
+    });
+    const { response, req } = await post(Buffer.from('{}'), true);
+    // Only the stand-in hears it: unheard, the socket's error would be thrown from the request.
+    const heard: unknown[] = [];
+    const emit = req.emit.bind(req);
+    req.emit = (event: string | symbol, ...args: unknown[]): boolean => (event === 'error' && heard.push(args[0]), emit(event, ...args));
+    await expect(response.buffer()).rejects.toThrow();
+    await tick(20);
+    expect(heard).toHaveLength(1);
+    expect(req.listenerCount('error')).toBe(1);
+  });
+
+  it('after the release destroying the request closes the upstream connection', async () => {
+    const { response, req } = await post(Buffer.from('{}'), true);
+    const body = response.buffer();
+    req.destroy();
+    await expect(body).rejects.toThrow();
+    await serverClosed;
   });
 });
 

@@ -12,7 +12,7 @@ import type { FlowContext, Subscriber } from '../flow/types';
 import { readBounded } from './read-bounded';
 import { DEFAULT_MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES, UpstreamBodyTooLargeError, UpstreamResetError, UpstreamUnreachableError, UNREACHABLE_ERRNOS } from './errors';
 import { bypassBodyCallbacks } from './body-bypass';
-import { bodyIsResponse, callAgent, CallSignal, expectRedirect, readCallOf, setReadCall, withClientRequest, type SizedReadCall } from './node-hooks';
+import { bodyIsResponse, callAgent, CallSignal, expectRedirect, markListeners, readCallOf, releaseFetchListeners, setReadCall, withClientRequest, type ListenerMark, type SizedReadCall } from './node-hooks';
 
 /** Default time to first byte of the upstream body, ms: models think before they speak. */
 export const DEFAULT_FIRST_BYTE_TIMEOUT_MS = 60_000;
@@ -90,6 +90,10 @@ export class UpstreamCall implements SizedReadCall {
   private firstByteTimer: NodeJS.Timeout | undefined;
   private connectTimer: NodeJS.Timeout | undefined;
   private released = false;
+  /** The request being sent and node-fetch's listeners before it added its own, until the answer came. */
+  private sending: { req: http.ClientRequest; reqMark: ListenerMark; resMark?: ListenerMark } | undefined;
+  /** The request, once node-fetch's listeners were dropped ({@link releaseFetchListeners}): an abort destroys it here. */
+  private req: http.ClientRequest | undefined;
 
   constructor(readonly request: CallRequest) {
     if (request.signal?.aborted) this.onAbort();
@@ -112,6 +116,8 @@ export class UpstreamCall implements SizedReadCall {
     this.firstByte();
     this.clearConnect();
     this.signal.abort(reason);
+    // node-fetch no longer listens to the signal once its listeners were dropped: what its abort did.
+    this.req?.destroy();
     // node-fetch only emits 'error' on the body; a body not yet subscribed (or a zlib body, which
     // the response's destruction does not reach) would otherwise never end for a later subscriber.
     if (this.body !== undefined && !this.body.destroyed) this.body.destroy();
@@ -134,7 +140,9 @@ export class UpstreamCall implements SizedReadCall {
           redirect: request.followRedirects === true ? 'follow' : 'manual',
         }),
       );
-      return await pending;
+      const response = await pending;
+      this.dropFetchListeners(response);
+      return response;
     } catch (err) {
       const mapped = this.mapError(err);
       this.release();
@@ -144,8 +152,22 @@ export class UpstreamCall implements SizedReadCall {
     }
   }
 
+  /**
+   * node-fetch's closures hold its `Request` (headers, body), the parsed URL and the request
+   * options for as long as the call lives: once the answer came, an identity body no longer needs
+   * them (a zlib body does: node-fetch forwards the request's errors to it).
+   */
+  private dropFetchListeners(response: Response): void {
+    const sending = this.sending;
+    this.sending = undefined;
+    if (sending?.resMark === undefined || this.incoming === undefined || (response.body as unknown) !== this.incoming) return;
+    releaseFetchListeners(sending.req, sending.reqMark, this.incoming, sending.resMark, this.signal);
+    this.req = sending.req;
+  }
+
   /** Sees the `ClientRequest` node-fetch created (from the agent): times a new connection, takes the response. */
   private readonly attach = (req: http.ClientRequest): void => {
+    this.sending = { req, reqMark: markListeners(req) };
     const connectMs = this.request.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
     if (connectMs > 0) {
       req.once('socket', (socket: Socket) => {
@@ -155,37 +177,44 @@ export class UpstreamCall implements SizedReadCall {
       });
     }
     req.once('response', (res: http.IncomingMessage) => {
-      // node-fetch follows a redirect with a request of its own, sent from its 'response' listener
-      // (registered after this one, run synchronously next): the agent hands that one to this
-      // call too. Only a final answer is kept.
-      if (this.request.followRedirects === true && res.headers.location !== undefined && isRedirect(res.statusCode ?? 0)) {
-        expectRedirect(this.attach);
-        return;
-      }
-      this.incoming = res;
-      bodyIsResponse(res);
-      const socket = res.socket;
-      if (socket === null) return;
-      // TLS sockets do not read through `onread`: their reads are not sized.
-      const sized = this.request.readBytes !== undefined && !(socket as Partial<TLSSocket>).encrypted;
-      const observed = this.request.onRead !== undefined;
-      if (sized) setReadCall(socket, this);
-      // One push per socket read instead of one per HTTP chunk; it calls onRead once pushed.
-      const bypassed = bypassBodyCallbacks(res, this.request.method ?? 'POST', observed ? this.onSocketData : undefined);
-      // Else after the HTTP parser's own 'data' listener: the bytes are in the response by then.
-      const listening = observed && !bypassed;
-      if (listening) socket.on('data', this.onSocketData);
-      if (!sized && !listening) return;
-      // The socket outlives the response (keep-alive): both go once the response is over.
-      const off = (): void => {
-        if (readCallOf(socket) === this) setReadCall(socket, undefined);
-        if (listening) socket.off('data', this.onSocketData);
-      };
-      // `on`, not `once`: a once wrapper costs ~150 bytes for as long as the stream lasts; `off` is idempotent.
-      res.on('end', off);
-      res.on('close', off);
+      this.onResponse(res);
+      // node-fetch adds its own next (this listener runs first): they are the ones after this mark.
+      if (this.incoming === res && this.sending?.req === req) this.sending.resMark = markListeners(res);
     });
   };
+
+  /** Takes the final response: its body is the `IncomingMessage` itself, its socket's reads sized and bypassed. */
+  private onResponse(res: http.IncomingMessage): void {
+    // node-fetch follows a redirect with a request of its own, sent from its 'response' listener
+    // (registered after this one, run synchronously next): the agent hands that one to this
+    // call too. Only a final answer is kept.
+    if (this.request.followRedirects === true && res.headers.location !== undefined && isRedirect(res.statusCode ?? 0)) {
+      expectRedirect(this.attach);
+      return;
+    }
+    this.incoming = res;
+    bodyIsResponse(res);
+    const socket = res.socket;
+    if (socket === null) return;
+    // TLS sockets do not read through `onread`: their reads are not sized.
+    const sized = this.request.readBytes !== undefined && !(socket as Partial<TLSSocket>).encrypted;
+    const observed = this.request.onRead !== undefined;
+    if (sized) setReadCall(socket, this);
+    // One push per socket read instead of one per HTTP chunk; it calls onRead once pushed.
+    const bypassed = bypassBodyCallbacks(res, this.request.method ?? 'POST', observed ? this.onSocketData : undefined);
+    // Else after the HTTP parser's own 'data' listener: the bytes are in the response by then.
+    const listening = observed && !bypassed;
+    if (listening) socket.on('data', this.onSocketData);
+    if (!sized && !listening) return;
+    // The socket outlives the response (keep-alive): both go once the response is over.
+    const off = (): void => {
+      if (readCallOf(socket) === this) setReadCall(socket, undefined);
+      if (listening) socket.off('data', this.onSocketData);
+    };
+    // `on`, not `once`: a once wrapper costs ~150 bytes for as long as the stream lasts; `off` is idempotent.
+    res.on('end', off);
+    res.on('close', off);
+  }
 
   private readonly onSocketData = (): void => this.request.onRead?.();
 

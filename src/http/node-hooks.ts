@@ -14,20 +14,23 @@
  * | `createConnection` on the upstream agents | `http.Agent` opens each socket through its `createConnection(options, callback)` | the upstream socket's receive buffer is bounded before the request is written |
  * | `Socket#destroySoon` replaced | Node's HTTP server ends a `Connection: close` response's socket with `socket.destroySoon()` | a lingering close instead of a reset while a client still uploads |
  * | agent view (`callAgent`) | as the `addRequest` wrapper, on a caller's own agent | the same, without changing the caller's agent |
+ * | node-fetch's listeners dropped ({@link releaseFetchListeners}) | node-fetch 2 keeps its `fetch()` scope (`Request`, headers, body, options) only through its listeners on the `ClientRequest`, the response and the signal | a held stream keeps none of its request's objects |
  *
  * The interface to the rest of the code: {@link upstreamAgent}, {@link callAgent}, {@link withClientRequest},
  * {@link expectRedirect}, {@link setReadCall} / {@link readCallOf}, {@link bodyIsResponse},
  * {@link setReadHook}, {@link readBeingParsed}, {@link muteBodyCallbacks}, {@link CallSignal},
- * {@link onServerClose}, {@link socketFd}, {@link setUpstreamReceiveBytes}, the read sizes.
+ * {@link onServerClose}, {@link socketFd}, {@link setUpstreamReceiveBytes}, {@link markListeners} /
+ * {@link releaseFetchListeners}, the read sizes.
  */
 import http from 'node:http';
 import https from 'node:https';
 import net, { type Socket } from 'node:net';
 import { setSocketOption } from './socket-options';
-
+import { upstreamReceiveBytesSetting } from './receive-bytes';
 import { UPSTREAM_HIGH_WATER_MARK, UPSTREAM_MAX_READ_BYTES, UPSTREAM_MIN_READ_BYTES, UPSTREAM_READ_BYTES } from './read-sizes';
 
 export { UPSTREAM_HIGH_WATER_MARK, UPSTREAM_MAX_READ_BYTES, UPSTREAM_MIN_READ_BYTES, UPSTREAM_READ_BYTES } from './read-sizes';
+export { DEFAULT_UPSTREAM_RECEIVE_BYTES, MIN_UPSTREAM_RECEIVE_BYTES, setUpstreamReceiveBytes, upstreamReceiveBytesSetting } from './receive-bytes';
 
 const sharedReadBuffer = Buffer.allocUnsafeSlow(UPSTREAM_MAX_READ_BYTES);
 const defaultReadView = sharedReadBuffer.subarray(0, UPSTREAM_READ_BYTES);
@@ -130,16 +133,21 @@ export function expectRedirect(onRequest: (req: http.ClientRequest) => void): vo
 
 type AgentInternals = { addRequest(req: http.ClientRequest, options: unknown): void };
 
-/** Lets the call being sent see its `ClientRequest` (node-fetch exposes none) as the agent gets it. */
-function hooked<A extends http.Agent>(agent: A): A {
-  const internals = agent as unknown as AgentInternals;
-  const addRequest = internals.addRequest;
-  internals.addRequest = function (this: http.Agent, req: http.ClientRequest, options: unknown): void {
+/** An `addRequest` that first hands the `ClientRequest` to the call being sent (node-fetch exposes none), then to `addRequest`. */
+function seeingRequest(addRequest: (req: http.ClientRequest, options: unknown) => void): AgentInternals['addRequest'] {
+  return (req, options) => {
     const onRequest = sendingCall;
     sendingCall = undefined;
     onRequest?.(req);
-    addRequest.call(this, req, connectionOptions(options));
+    addRequest(req, options);
   };
+}
+
+/** Lets the call being sent see its `ClientRequest` as the agent gets it. */
+function hooked<A extends http.Agent>(agent: A): A {
+  const internals = agent as unknown as AgentInternals;
+  const addRequest = internals.addRequest;
+  internals.addRequest = seeingRequest((req, options) => addRequest.call(agent, req, connectionOptions(options)));
   return agent;
 }
 
@@ -172,41 +180,6 @@ export function socketFd(socket: Socket): number | undefined {
   return typeof fd === 'number' && fd >= 0 ? fd : undefined;
 }
 
-/** Default `SO_RCVBUF` of upstream sockets, bytes: 65536 (see {@link setUpstreamReceiveBytes}). */
-export const DEFAULT_UPSTREAM_RECEIVE_BYTES = 64 * 1024;
-/**
- * Smallest useful `SO_RCVBUF` of an upstream socket, bytes: below it the window is under half a
- * loopback segment (64 KiB MSS) and the sender waits on TCP's persist timer (16 KiB read 1.2 MB
- * in 8 s where 32 KiB read 4 MB in 0.2 s).
- */
-export const MIN_UPSTREAM_RECEIVE_BYTES = 32 * 1024;
-/** `SO_RCVBUF` for new upstream sockets, bytes; 0 leaves the kernel's autotuning. */
-let upstreamReceiveBytes = DEFAULT_UPSTREAM_RECEIVE_BYTES;
-
-/**
- * Bounds the kernel's receive queue of every upstream socket opened from now on, process-wide
- * (`SO_RCVBUF`, bytes; default {@link DEFAULT_UPSTREAM_RECEIVE_BYTES}; 0 leaves the kernel's
- * autotuning, up to `net.ipv4.tcp_rmem`'s maximum; a value under {@link MIN_UPSTREAM_RECEIVE_BYTES}
- * is raised to it).
- * A paused upstream then leaves at most about this much unread in the kernel (Linux counts
- * the buffer twice over for its own overhead). Set when the socket connects, before the request
- * is written, so the upstream sends nothing before it holds; the window scale was already
- * chosen from `tcp_rmem`, so the window can still grow later. Applies to the sockets of
- * `openUpstreamStream`, `fetchUpstream` and `connectSse` without an `agent` of their own. Needs
- * the socket options addon (see `socketOptionsUnavailable()`); without it this does nothing.
- *
- * @example
- * setUpstreamReceiveBytes(128 * 1024); // before the first upstream call
- */
-export function setUpstreamReceiveBytes(bytes: number): void {
-  upstreamReceiveBytes = bytes > 0 ? Math.max(MIN_UPSTREAM_RECEIVE_BYTES, Math.floor(bytes)) : 0;
-}
-
-/** The current {@link setUpstreamReceiveBytes} setting, bytes. */
-export function upstreamReceiveBytesSetting(): number {
-  return upstreamReceiveBytes;
-}
-
 type ConnectionFactory = { createConnection(...args: unknown[]): unknown };
 
 /** Bounds each socket the agent opens (its `createConnection`, net's or tls's) once it connects. */
@@ -215,7 +188,7 @@ function boundedReceive<A extends http.Agent>(agent: A): A {
   const createConnection = internals.createConnection;
   internals.createConnection = function (this: http.Agent, ...args: unknown[]): unknown {
     const socket = createConnection.apply(this, args);
-    const bytes = upstreamReceiveBytes;
+    const bytes = upstreamReceiveBytesSetting();
     if (bytes > 0 && socket instanceof net.Socket) socket.once('connect', () => setSocketOption(socket, 'receiveBuffer', bytes));
     return socket;
   };
@@ -235,7 +208,6 @@ const agents = {
   // tls.connect() takes `highWaterMark` (both directions); its `onread` is left alone.
   https: boundedReceive(hooked(new https.Agent({ keepAlive: true, maxSockets: Infinity, ...({ highWaterMark: UPSTREAM_HIGH_WATER_MARK } as object) }))),
 };
-
 
 /**
  * node-fetch 2 hands out `res.pipe(new PassThrough())` as the body: one more stream with 16 KiB
@@ -273,12 +245,7 @@ export function callAgent(url: URL, agent?: http.Agent): http.Agent {
   if (view === undefined) {
     const target = agent as unknown as AgentInternals;
     view = Object.create(agent) as http.Agent;
-    (view as unknown as AgentInternals).addRequest = (req: http.ClientRequest, options: unknown): void => {
-      const onRequest = sendingCall;
-      sendingCall = undefined;
-      onRequest?.(req);
-      target.addRequest.call(agent, req, options);
-    };
+    (view as unknown as AgentInternals).addRequest = seeingRequest((req, options) => target.addRequest.call(agent, req, options));
     views.set(agent, view);
   }
   return view;
@@ -395,4 +362,38 @@ export function muteBodyCallbacks(res: http.IncomingMessage): MutedParser | unde
  */
 export function onServerClose(socket: Socket, close: () => void): void {
   (socket as { destroySoon: () => void }).destroySoon = close;
+}
+
+/** The listeners an emitter had at one moment for the events node-fetch 2 listens to (see {@link markListeners}). */
+export type ListenerMark = Map<string, ReadonlyArray<unknown>>;
+/** Marks the `'error'`, `'response'` and `'socket'` listeners of a `ClientRequest`, or `'end'`, `'close'` and `'error'` of a response, as they are now. */
+export function markListeners(emitter: http.ClientRequest | http.IncomingMessage): ListenerMark {
+  const events = emitter instanceof http.IncomingMessage ? ['end', 'close', 'error'] : ['error', 'response', 'socket'];
+  return new Map(events.map((e) => [e, emitter.rawListeners(e)]));
+}
+
+/** Removes the listeners `emitter` got for the marked events since `mark`. */
+function dropListenersSince(emitter: http.ClientRequest | http.IncomingMessage, mark: ListenerMark): void {
+  for (const [event, before] of mark) {
+    for (const listener of emitter.rawListeners(event)) if (!before.includes(listener)) emitter.removeListener(event, listener as () => void);
+  }
+}
+
+/** Stands in for node-fetch's `'error'` listener: Node emits a socket error on the request too (unheard, it would throw). */
+function ignoreRequestError(): void {}
+
+/**
+ * Drops what node-fetch 2 registered for one call once its `Response` is in hand and its body is
+ * the `IncomingMessage` itself (no zlib): its listeners on `req` and `res` added since the marks
+ * (its `'response'` and `'error'` handlers, its abort-listener removal, its premature-close check,
+ * its `Body`'s error store) and its `'abort'` listener on `signal`. They share `fetch()`'s scope,
+ * which holds the `Request`, its headers and body, the parsed URL and the request options.
+ * node-fetch then no longer sees the signal: the caller aborts by destroying `req` and the body.
+ * A socket error still reaches the body: Node destroys an unfinished response when its socket closes.
+ */
+export function releaseFetchListeners(req: http.ClientRequest, reqMark: ListenerMark, res: http.IncomingMessage, resMark: ListenerMark, signal: InstanceType<typeof CallSignal>): void {
+  dropListenersSince(req, reqMark);
+  dropListenersSince(res, resMark);
+  if (req.listenerCount('error') === 0) req.on('error', ignoreRequestError);
+  signal.listeners = undefined;
 }
