@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import type { ByteBudget } from '../../flow/budget';
 import type { Flow } from '../../flow/flow';
 import { sseDecode, sseFrames } from '../../sse';
@@ -12,6 +13,13 @@ import { openResumableStream } from './resumable';
 import { upstreamOutcome } from './outcome';
 import { withoutLastEventId } from './upstream-call';
 
+/**
+ * The upstream call as a stream holds it: its body, its unread bytes and read sizing, and the
+ * body's stream (`source`), without node-fetch's `Response` (its headers are read once, when the
+ * upstream answers; about 1 KB per held stream).
+ */
+export type HeldUpstream = Omit<UpstreamStream, 'response'> & { source: Readable };
+
 /** A stream whose upstream answered: its events, the way they go, and who admits its bytes. */
 export interface OpenedStream {
   events: Flow<GatewayEvent>;
@@ -19,7 +27,7 @@ export interface OpenedStream {
   /** The byte relay's admission of upstream reads. */
   admission?: ReadAdmission | undefined;
   /** The upstream call (not on resumable routes, which read through connectSse). */
-  reader?: UpstreamStream | undefined;
+  reader?: HeldUpstream | undefined;
 }
 
 /**
@@ -36,10 +44,16 @@ export async function openStream(stream: StreamContext, request: UpstreamRequest
     request.onRead = () => void budget.observe();
     request.readBytes = admission.readBytes;
   }
-  const reader = await openRelayed(stream, request);
+  const reader = held(await openRelayed(stream, request));
   const settled: RelayPlan = settlePlan(plan, reader, stream.env.route, stream.res);
   if (settled.kind === 'bytes') return { events: byteRelayEvents(reader, settled, admission as ReadAdmission, stream), plan: settled, admission, reader };
   return { events: eventRelayEvents(reader, settled, stream), plan: settled, reader };
+}
+
+/** What a stream keeps of its upstream call for its whole life (see {@link HeldUpstream}). */
+function held(upstream: UpstreamStream): HeldUpstream {
+  const { body, bufferedBytes, readsSized } = upstream;
+  return { body, bufferedBytes, readsSized, source: upstream.response.body as unknown as Readable };
 }
 
 /**
@@ -56,7 +70,7 @@ function openRelayed(stream: StreamContext, request: UpstreamRequest): Promise<U
  * budget counts every userland byte: the reader's unread bytes, the frames waiting in
  * `sseFrames`, and the bridge.
  */
-function byteRelayEvents(upstream: UpstreamStream, plan: BytesPlan, admission: ReadAdmission, stream: StreamContext): Flow<GatewayEvent> {
+function byteRelayEvents(upstream: HeldUpstream, plan: BytesPlan, admission: ReadAdmission, stream: StreamContext): Flow<GatewayEvent> {
   admission.admit(upstream);
   return upstream.body.pipe(
     admission.gate(),
@@ -70,7 +84,7 @@ function byteRelayEvents(upstream: UpstreamStream, plan: BytesPlan, admission: R
  * budget covers the chain and the bridge (count-based demand cannot keep room for the upstream
  * reader); the reader's ≤ 20 KiB and the parser's one read come on top.
  */
-function eventRelayEvents(upstream: UpstreamStream, plan: EventsPlan, stream: StreamContext): Flow<GatewayEvent> {
+function eventRelayEvents(upstream: HeldUpstream, plan: EventsPlan, stream: StreamContext): Flow<GatewayEvent> {
   const { maxEventBytes } = plan;
   return upstream.body.pipe(sseDecode({ maxEventBytes, maxLineBytes: maxEventBytes }), adaptProvider(stream.adapter));
 }

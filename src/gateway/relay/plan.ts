@@ -72,7 +72,7 @@ export function planStream(route: ResolvedRoute, res: Response, ask: ClientAsk, 
  * (a budget under about 66 KiB), its bytes could not stay inside the budget, so the stream relays
  * events instead (whose budget leaves the reader out), with demand counted in bytes.
  */
-export function settlePlan(plan: RelayPlan, upstream: UpstreamStream, route: ResolvedRoute, res: Response): RelayPlan {
+export function settlePlan(plan: RelayPlan, upstream: Pick<UpstreamStream, 'readsSized'>, route: ResolvedRoute, res: Response): RelayPlan {
   if (plan.kind !== 'bytes' || upstream.readsSized()) return plan;
   const room = relayRoom(route, res);
   if (room >= UNSIZED_READER_BYTES + MIN_RELAY_ROOM_BYTES) return plan;

@@ -14,6 +14,9 @@ import { UPSTREAM_HIGH_WATER_MARK, UPSTREAM_MIN_READ_BYTES, UPSTREAM_READ_BYTES,
  */
 export const READ_SLACK_BYTES = UPSTREAM_HIGH_WATER_MARK + UPSTREAM_MIN_READ_BYTES + 1024;
 
+/** What the admission asks of the upstream call: its unread bytes and whether its reads are sized. */
+type UpstreamReads = Pick<UpstreamStream, 'bufferedBytes' | 'readsSized'>;
+
 /** What an upstream reader whose reads are not sized may take unasked: its high-water mark, one 16 KiB read, one 16 KiB zlib chunk. */
 export const UNSIZED_READER_BYTES = UPSTREAM_HIGH_WATER_MARK + 2 * UPSTREAM_READ_BYTES;
 
@@ -29,7 +32,7 @@ export const UNSIZED_READER_BYTES = UPSTREAM_HIGH_WATER_MARK + 2 * UPSTREAM_READ
  */
 export class ReadAdmission {
   private gateSubscriber: ReadGate | undefined;
-  private reader: UpstreamStream | undefined;
+  private reader: UpstreamReads | undefined;
   /** Bytes `sseFrames` holds (its queue, empty when it asks, and the incomplete event). */
   readonly queued = { bytes: 0 };
   /** Writes the bridge batched, before a read is sized (set once the bridge runs). */
@@ -52,7 +55,7 @@ export class ReadAdmission {
   };
 
   /** Counts `reader`'s unread bytes and the frames' queue against the budget from now on. */
-  admit(reader: UpstreamStream): void {
+  admit(reader: UpstreamReads): void {
     this.reader = reader;
     this.budget.attachExternal(reader.bufferedBytes);
     this.budget.attachExternal(() => this.queued.bytes);
@@ -73,7 +76,7 @@ export class ReadAdmission {
 
   /** What may be read now, bytes: the budget's room less the reserve, and less what an unsized reader may still take unasked. */
   room(): number {
-    const reader = this.reader as UpstreamStream;
+    const reader = this.reader as UpstreamReads;
     let room = this.budget.room(this.reserveBytes());
     if (!reader.readsSized()) room -= Math.max(0, UNSIZED_READER_BYTES - reader.bufferedBytes() - this.queued.bytes);
     return room;
@@ -81,12 +84,12 @@ export class ReadAdmission {
 
   /** The upstream reader and the frames' queue hold nothing: only the bridge's bytes are in the budget. */
   bridgeBytes(): number {
-    return this.budget.used - (this.reader as UpstreamStream).bufferedBytes() - this.queued.bytes;
+    return this.budget.used - (this.reader as UpstreamReads).bufferedBytes() - this.queued.bytes;
   }
 
   /** The reader is sized and holds nothing: no read would move the bytes it lacks. */
   readerStuck(): boolean {
-    const reader = this.reader as UpstreamStream;
+    const reader = this.reader as UpstreamReads;
     return reader.readsSized() && reader.bufferedBytes() === 0;
   }
 

@@ -6,13 +6,12 @@ import type { ByteBudget } from '../../flow/budget';
 import type { Flow } from '../../flow/flow';
 import { UpstreamHttpError } from '../../http/errors';
 import { codeOf } from '../../express/error-shapes';
-import type { UpstreamStream } from '../../http/request';
 import { kernelQueueBytes } from '../../http/socket-options';
 import type { KernelBytes } from '../metrics';
 import type { StreamContext } from './context';
 import { ClientClosedError, errnoOf, errorOutcome, streamOutcome } from './outcome';
 import { FRAME_PREFETCH } from './plan';
-import type { OpenedStream } from './events';
+import type { HeldUpstream, OpenedStream } from './events';
 
 /** What {@link sendToClient} writes (`flow`, through the policies) and watches. */
 export interface Delivery extends Omit<OpenedStream, 'events'> {
@@ -30,7 +29,7 @@ export async function sendToClient(stream: StreamContext, d: Delivery): Promise<
   const { adapter } = stream;
   const { plan, budget, admission, reader } = d;
   let handle: StreamHandle | undefined;
-  const bodyOf = (call: UpstreamStream): Readable => call.response.body as unknown as Readable;
+  const bodyOf = (call: HeldUpstream): Readable => call.source;
   const kernelBytes = (): KernelBytes => {
     const client = kernelQueueBytes(res.socket);
     // The body is the IncomingMessage itself unless compressed: its socket is the upstream's.
