@@ -3,7 +3,8 @@ import type { AddressInfo } from 'node:net';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import fetch from 'node-fetch';
-import { bodyIsResponse, CallSignal, markListeners, muteBodyCallbacks, onServerClose, readBeingParsed, releaseFetchListeners, setReadCall, upstreamAgent, withClientRequest, type ListenerMark } from '../../src/http/node-hooks';
+import { bodyIsResponse, CallSignal, dropSentHeaders, muteBodyCallbacks, onServerClose, readBeingParsed, releaseFetchListeners, setReadCall, upstreamAgent, withClientRequest } from '../../src/http/node-hooks';
+import { markListeners, type ListenerMark } from '../../src/http/listener-mark';
 
 // These specs pin what tidegate relies on inside Node and node-fetch. A failure here after an
 // upgrade means a hook in src/http/node-hooks.ts no longer holds: fix the hook, not the spec.
@@ -157,6 +158,32 @@ describe("node-fetch's per-call scope (releaseFetchListeners)", () => {
     await tick(20);
     expect(heard).toHaveLength(1);
     expect(req.listenerCount('error')).toBe(1);
+  });
+
+  it("a request's header map goes once its head was written: the upstream got every header, the socket serves the next request", async () => {
+    const seen: http.IncomingHttpHeaders[] = [];
+    const ports = new Set<number>();
+    server.removeAllListeners('request');
+    server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+      seen.push(req.headers);
+      ports.add(req.socket.remotePort ?? 0);
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end('data: a\n\n');
+    });
+    for (let i = 0; i < 2; i++) {
+      const target = new URL(url);
+      let sent: http.ClientRequest | undefined;
+      const response = await withClientRequest((req) => (sent = req), () => fetch(target, { agent: upstreamAgent(target), headers: { 'x-one': `v${i}` } }));
+      const req = sent as http.ClientRequest;
+      expect(Object.getOwnPropertySymbols(req).some((s) => s.description === 'kOutHeaders')).toBe(true);
+      expect(req.getHeader('x-one')).toEqual([`v${i}`]);
+      dropSentHeaders(req);
+      expect(req.getHeader('x-one')).toBeUndefined();
+      expect(await response.text()).toBe('data: a\n\n');
+      await tick(10);
+    }
+    expect(seen.map((h) => h['x-one'])).toEqual(['v0', 'v1']);
+    expect(ports.size).toBe(1);
   });
 
   it('after the release destroying the request closes the upstream connection', async () => {

@@ -12,7 +12,8 @@ import type { FlowContext, Subscriber } from '../flow/types';
 import { readBounded } from './read-bounded';
 import { DEFAULT_MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES, UpstreamBodyTooLargeError, UpstreamResetError, UpstreamUnreachableError, UNREACHABLE_ERRNOS } from './errors';
 import { bypassBodyCallbacks } from './body-bypass';
-import { bodyIsResponse, callAgent, CallSignal, expectRedirect, markListeners, readCallOf, releaseFetchListeners, setReadCall, withClientRequest, type ListenerMark, type SizedReadCall } from './node-hooks';
+import { bodyIsResponse, callAgent, CallSignal, dropSentHeaders, expectRedirect, readCallOf, releaseFetchListeners, setReadCall, withClientRequest, type SizedReadCall } from './node-hooks';
+import { markListeners, type ListenerMark } from './listener-mark';
 
 /** Default time to first byte of the upstream body, ms: models think before they speak. */
 export const DEFAULT_FIRST_BYTE_TIMEOUT_MS = 60_000;
@@ -162,6 +163,7 @@ export class UpstreamCall implements SizedReadCall {
     this.sending = undefined;
     if (sending?.resMark === undefined || this.incoming === undefined || (response.body as unknown) !== this.incoming) return;
     releaseFetchListeners(sending.req, sending.reqMark, this.incoming, sending.resMark, this.signal);
+    dropSentHeaders(sending.req);
     this.req = sending.req;
   }
 

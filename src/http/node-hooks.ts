@@ -14,19 +14,21 @@
  * | `createConnection` on the upstream agents | `http.Agent` opens each socket through its `createConnection(options, callback)` | the upstream socket's receive buffer is bounded before the request is written |
  * | `Socket#destroySoon` replaced | Node's HTTP server ends a `Connection: close` response's socket with `socket.destroySoon()` | a lingering close instead of a reset while a client still uploads |
  * | agent view (`callAgent`) | as the `addRequest` wrapper, on a caller's own agent | the same, without changing the caller's agent |
+ * | request header map dropped ({@link dropSentHeaders}) | a `ClientRequest` keeps its headers under the `kOutHeaders` symbol; once `_header` is written Node reads them only for `getHeader()` and kin | a held stream keeps only its written head |
  * | node-fetch's listeners dropped ({@link releaseFetchListeners}) | node-fetch 2 keeps its `fetch()` scope (`Request`, headers, body, options) only through its listeners on the `ClientRequest`, the response and the signal | a held stream keeps none of its request's objects |
  *
  * The interface to the rest of the code: {@link upstreamAgent}, {@link callAgent}, {@link withClientRequest},
  * {@link expectRedirect}, {@link setReadCall} / {@link readCallOf}, {@link bodyIsResponse},
  * {@link setReadHook}, {@link readBeingParsed}, {@link muteBodyCallbacks}, {@link CallSignal},
- * {@link onServerClose}, {@link socketFd}, {@link setUpstreamReceiveBytes}, {@link markListeners} /
- * {@link releaseFetchListeners}, the read sizes.
+ * {@link onServerClose}, {@link socketFd}, {@link setUpstreamReceiveBytes}, {@link releaseFetchListeners},
+ * {@link dropSentHeaders}, the read sizes.
  */
 import http from 'node:http';
 import https from 'node:https';
 import net, { type Socket } from 'node:net';
 import { setSocketOption } from './socket-options';
 import { upstreamReceiveBytesSetting } from './receive-bytes';
+import { dropListenersSince, type ListenerMark } from './listener-mark';
 import { UPSTREAM_HIGH_WATER_MARK, UPSTREAM_MAX_READ_BYTES, UPSTREAM_MIN_READ_BYTES, UPSTREAM_READ_BYTES } from './read-sizes';
 
 export { UPSTREAM_HIGH_WATER_MARK, UPSTREAM_MAX_READ_BYTES, UPSTREAM_MIN_READ_BYTES, UPSTREAM_READ_BYTES } from './read-sizes';
@@ -364,21 +366,6 @@ export function onServerClose(socket: Socket, close: () => void): void {
   (socket as { destroySoon: () => void }).destroySoon = close;
 }
 
-/** The listeners an emitter had at one moment for the events node-fetch 2 listens to (see {@link markListeners}). */
-export type ListenerMark = Map<string, ReadonlyArray<unknown>>;
-/** Marks the `'error'`, `'response'` and `'socket'` listeners of a `ClientRequest`, or `'end'`, `'close'` and `'error'` of a response, as they are now. */
-export function markListeners(emitter: http.ClientRequest | http.IncomingMessage): ListenerMark {
-  const events = emitter instanceof http.IncomingMessage ? ['end', 'close', 'error'] : ['error', 'response', 'socket'];
-  return new Map(events.map((e) => [e, emitter.rawListeners(e)]));
-}
-
-/** Removes the listeners `emitter` got for the marked events since `mark`. */
-function dropListenersSince(emitter: http.ClientRequest | http.IncomingMessage, mark: ListenerMark): void {
-  for (const [event, before] of mark) {
-    for (const listener of emitter.rawListeners(event)) if (!before.includes(listener)) emitter.removeListener(event, listener as () => void);
-  }
-}
-
 /** Stands in for node-fetch's `'error'` listener: Node emits a socket error on the request too (unheard, it would throw). */
 function ignoreRequestError(): void {}
 
@@ -396,4 +383,17 @@ export function releaseFetchListeners(req: http.ClientRequest, reqMark: Listener
   dropListenersSince(res, resMark);
   if (req.listenerCount('error') === 0) req.on('error', ignoreRequestError);
   signal.listeners = undefined;
+}
+
+/** Node's key of an outgoing message's header map (`kOutHeaders`), looked up on the first request; `null`: not found. */
+let kOutHeaders: symbol | null | undefined;
+
+/**
+ * Drops the header map of a request whose head was written (`_header` set, and kept): Node reads it
+ * after that only for `getHeader()` and kin, which then answer as without headers. ~600 B per held stream.
+ */
+export function dropSentHeaders(req: http.ClientRequest): void {
+  if (typeof (req as { _header?: unknown })._header !== 'string') return;
+  if (kOutHeaders === undefined) kOutHeaders = Object.getOwnPropertySymbols(req).find((s) => s.description === 'kOutHeaders') ?? null;
+  if (kOutHeaders !== null) (req as unknown as Record<symbol, unknown>)[kOutHeaders] = null;
 }
