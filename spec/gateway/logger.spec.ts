@@ -35,3 +35,44 @@ describe('createLogger', () => {
     }
   });
 });
+
+describe('createLogger levels and formats', () => {
+  async function linesOf(log: (logger: ReturnType<typeof createLogger>) => void, level = 'info'): Promise<Record<string, unknown>[]> {
+    const writes: string[] = [];
+    const spy = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      writes.push(String(chunk));
+      return true;
+    });
+    try {
+      log(createLogger({ level }));
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      spy.mockRestore();
+    }
+    return writes.join('').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Record<string, unknown>);
+  }
+
+  it('drops entries below the level, also after the level changes', async () => {
+    const lines = await linesOf((logger) => {
+      logger.debug('hidden');
+      logger.warn('shown', { n: 1 });
+      logger.level = 'debug';
+      logger.debug('now shown');
+    });
+    expect(lines.map((l) => [l.level, l.message])).toEqual([
+      ['warn', 'shown'],
+      ['debug', 'now shown'],
+    ]);
+  });
+
+  it('writes each line as JSON with its fields, a timestamp and the level', async () => {
+    const [line] = await linesOf((logger) => logger.info('stream', { streamId: 'abc', outcome: 'completed', ttftMs: undefined }));
+    expect(line).toEqual({ level: 'info', message: 'stream', streamId: 'abc', outcome: 'completed', timestamp: expect.any(String) });
+    expect(Number.isNaN(Date.parse(line?.timestamp as string))).toBe(false);
+  });
+
+  it("passes a child logger's fields", async () => {
+    const [line] = await linesOf((logger) => logger.child({ route: '/x' }).info('hello'));
+    expect(line).toMatchObject({ level: 'info', message: 'hello', route: '/x' });
+  });
+});

@@ -4,6 +4,7 @@ import type { Express } from 'express';
 import { createSimulator, type Simulator } from '../simulator';
 import { createGatewayApp, type GatewayApp, type GatewayDeps } from './app';
 import type { GatewayConfig } from './config';
+import { applyListenerBounds } from './kernel-bounds';
 import { createLogger, type Logger } from './logger';
 
 /** A running gateway. */
@@ -50,6 +51,7 @@ export async function startGateway(config: GatewayConfig, options: Omit<GatewayD
     server.once('listening', resolve);
     server.once('error', reject);
   });
+  applyListenerBounds(server, app.gateway.routes);
   const port = (server.address() as AddressInfo).port;
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
   logger.info('gateway listening', { url, upstream: config.upstream.url ? 'configured' : 'simulator', routes: app.gateway.routes.map((r) => `${r.methods.join('|')} ${r.path} (${r.provider})`) });

@@ -8,6 +8,7 @@ import type { Flow } from '../flow/flow';
 import { idleTimeout } from '../flow/operators/idle-timeout';
 import { OperatorSubscriber, operator } from '../flow/operators/operator-subscriber';
 import { fromReadable } from '../flow/sources/readable';
+import { timerScheduler } from '../flow/timer-scheduler';
 import type { FlowContext, Subscriber } from '../flow/types';
 import { readBounded } from './read-bounded';
 import { DEFAULT_MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES, UpstreamBodyTooLargeError, UpstreamResetError, UpstreamUnreachableError, UNREACHABLE_ERRNOS } from './errors';
@@ -227,7 +228,7 @@ export class UpstreamCall implements SizedReadCall {
     let body = fromReadable<Buffer>(source, { onCancel: () => this.release(), parked: this.parked }).pipe(
       operator<Buffer, Buffer>((actual, context) => new BodySubscriber(actual, context, this)),
     );
-    if ((this.request.idleTimeoutMs ?? 0) > 0) body = body.pipe(idleTimeout<Buffer>(this.request.idleTimeoutMs as number));
+    if ((this.request.idleTimeoutMs ?? 0) > 0) body = body.pipe(idleTimeout<Buffer>(this.request.idleTimeoutMs as number, timerScheduler));
     return body;
   }
 

@@ -1,5 +1,5 @@
-import type { Socket } from 'node:net';
-import { kernelQueueBytes, reportUnboundedOnce, setSocketOption } from '../../http/socket-options';
+import type { Server, Socket } from 'node:net';
+import { getSocketOption, kernelQueueBytes, reportUnboundedOnce, setSocketOption } from '../../http/socket-options';
 
 /**
  * Default `kernelUnsentBytes` of {@link sendFlow} and `sse()`, bytes (16384, Node's own
@@ -29,7 +29,34 @@ export function kernelUnsentBytesFor(kernelUnsentBytes: number | undefined, budg
  */
 export function boundKernelUnsent(socket: Socket | null, bytes: number): void {
   if (bytes <= 0 || socket === null) return;
+  const known = socket as KnownUnsent;
+  // Inherited from its listener, or set by an earlier stream on this connection: no syscall.
+  if (known[kUnsent] === bytes) return;
   if (!setSocketOption(socket, 'notsentLowat', bytes)) reportUnboundedOnce(`the kernel's unsent bytes per client socket (kernelUnsentBytes ${bytes})`);
+  else if (known[kUnsent] !== undefined) known[kUnsent] = bytes;
+}
+
+/** The `TCP_NOTSENT_LOWAT` a client socket is known to have (see {@link boundListenerUnsent}). */
+const kUnsent = Symbol('tidegate.kernelUnsent');
+type KnownUnsent = Socket & { [kUnsent]?: number | undefined };
+
+/**
+ * Bounds the unsent bytes of every socket `server` accepts from now on to `bytes`, set once on
+ * the listening socket: Linux copies `TCP_NOTSENT_LOWAT` into each accepted socket, and
+ * {@link boundKernelUnsent} then skips its `setsockopt()` (one syscall less per stream) where it
+ * would set the same value; another value is still set on the socket. The first accepted socket
+ * is checked: where it did not inherit the bound, each stream sets its own as before. Call it
+ * once the server listens. Returns `false` (and does nothing) when `bytes` ≤ 0, without the
+ * socket options addon, or when the kernel refused.
+ */
+export function boundListenerUnsent(server: Server, bytes: number): boolean {
+  if (bytes <= 0 || !setSocketOption(server, 'notsentLowat', bytes)) return false;
+  let inherits: boolean | undefined;
+  server.on('connection', (socket: Socket) => {
+    inherits ??= getSocketOption(socket, 'notsentLowat') === bytes;
+    if (inherits) (socket as KnownUnsent)[kUnsent] = bytes;
+  });
+  return true;
 }
 
 /** The kernel's send queue of a client socket and its unsent part, bytes, where the addon can read them. */
