@@ -11,6 +11,7 @@ import { applyKernelBounds } from './kernel-bounds';
 import { createLogger, type Logger } from './logger';
 import { GatewayMetrics, type StreamSnapshot } from './metrics';
 import { relay, type StreamPolicyFn } from './relay/relay';
+import { continueBody } from './expect-continue';
 import { readRequestBody, RequestBodyAbortedError } from './request-body';
 import { adapterFor } from './route-adapters';
 import { errorShapeFor, isJsonContentType, noRouteHandler, PLAIN_ERRORS } from './route-errors';
@@ -195,7 +196,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
         adapter.sendHttpError(res, Object.assign(new Error(`the request body must be JSON (Content-Type: application/json), not ${req.headers['content-type']}`), { status: 415, code: 'ERR_TIDEGATE_UNSUPPORTED_MEDIA_TYPE' }));
         return;
       }
-      readRequestBody(req, { maxBytes: config.limits.maxRequestBodyBytes, timeoutMs: config.limits.requestBodyTimeoutMs }).then(
+      readRequestBody(req, { maxBytes: config.limits.maxRequestBodyBytes, timeoutMs: config.limits.requestBodyTimeoutMs, onRead: () => continueBody(req, res) }).then(
         (bytes) => {
           if (route.provider === 'passthrough' || bytes === undefined) req.body = bytes;
           else {
