@@ -252,15 +252,25 @@ export class UpstreamCall implements SizedReadCall {
   /**
    * The whole body, read up to `maxBytes`: past it the request is aborted (socket destroyed) and
    * this rejects with {@link UpstreamBodyTooLargeError}. The body is read as it arrives, never
-   * with node-fetch's unbounded `buffer()` / `text()`.
+   * with node-fetch's unbounded `buffer()` / `text()`. A silence of the request's `idleTimeoutMs`
+   * aborts the request with `TimeoutError('idle')`; with `silence: 'partial'` (an error body) it
+   * resolves with what arrived instead (silence: `idleTimeoutMs`, else the first-byte timeout),
+   * the request left to release.
    */
-  readBody(response: Response, maxBytes: number): Promise<Buffer> {
+  readBody(response: Response, maxBytes: number, silence: 'timeout' | 'partial' = 'timeout'): Promise<Buffer> {
     const source = response.body as unknown as Readable;
     this.body = source;
     return readBounded(source, {
       maxBytes,
       tooLarge: (limit) => {
         const error = new UpstreamBodyTooLargeError(response.status, limit, this.request.route);
+        this.abort(error);
+        return error;
+      },
+      idleMs: silence === 'partial' ? this.request.idleTimeoutMs || (this.request.firstByteTimeoutMs ?? DEFAULT_FIRST_BYTE_TIMEOUT_MS) : this.request.idleTimeoutMs,
+      idled: (ms) => {
+        if (silence === 'partial') return undefined;
+        const error = new TimeoutError('idle', ms);
         this.abort(error);
         return error;
       },
@@ -273,12 +283,15 @@ export class UpstreamCall implements SizedReadCall {
    * The body of an error answer, at most the lower of `maxBodyBytes` and
    * {@link MAX_ERROR_BODY_BYTES} ('' if it breaks); a longer one rejects with
    * {@link UpstreamBodyTooLargeError}; an abort meanwhile rejects with its reason, as the call's does.
+   * A body that goes silent is cut there (see {@link readBody}): what arrived is the text.
    */
   async errorBody(response: Response): Promise<string> {
     const maxBytes = Math.min(this.request.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES);
+    // The status line is the answer: from here only the body's silence is timed.
+    this.firstByte();
     let text = '';
     try {
-      text = (await this.readBody(response, maxBytes)).toString('utf8');
+      text = (await this.readBody(response, maxBytes, 'partial')).toString('utf8');
     } catch {
       // a broken error body: the status says enough
     }
@@ -308,8 +321,11 @@ export class UpstreamCall implements SizedReadCall {
     if (status === undefined && errno !== undefined && UNREACHABLE_ERRNOS.has(errno)) {
       return new UpstreamUnreachableError(`upstream${this.request.route === undefined ? '' : ` for route ${this.request.route}`} unreachable (${code})`, { cause: err, errno });
     }
-    const message = status === undefined ? `upstream${this.request.route === undefined ? '' : ` for route ${this.request.route}`} connection failed (${code})` : `upstream connection broke after HTTP ${status} (${code})`;
-    return new UpstreamResetError(message, { cause: err, status, errno });
+    // An `HPE_*` code is Node's HTTP parser refusing bytes the upstream sent: it answered.
+    const answered = errno?.startsWith('HPE_') === true;
+    const failed = answered ? 'answered with a response that could not be parsed' : 'connection failed';
+    const message = status === undefined ? `upstream${this.request.route === undefined ? '' : ` for route ${this.request.route}`} ${failed} (${code})` : `upstream connection broke after HTTP ${status} (${code})`;
+    return new UpstreamResetError(message, { cause: err, status, errno, answered });
   }
 
   /** Stops the timers and detaches from the caller's signal; aborts the request unless it ended cleanly (`abort: false` keeps the socket for reuse). */

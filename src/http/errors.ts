@@ -36,7 +36,8 @@ export class UpstreamRedirectError extends TidegateError {
 /**
  * The upstream connection failed or was reset (`ERR_TIDEGATE_UPSTREAM_RESET`). `status` is the
  * HTTP status the upstream had answered before the connection broke, `undefined` when it broke
- * before the status line (only then may the call be retried: see `retryDelayMs`). The message
+ * before the status line (only then, and unless it `answered`, may the call be retried: see
+ * `retryDelayMs`). The message
  * names the route and the failure (`ECONNREFUSED`), never the upstream URL; `cause` keeps the
  * network error for logs.
  */
@@ -45,11 +46,17 @@ export class UpstreamResetError extends TidegateError {
   readonly status: number | undefined;
   /** The network error's code (`ECONNRESET`, `ECONNREFUSED` …), when it had one: logged as `errno`. */
   readonly errno: string | undefined;
+  /**
+   * The upstream answered, but Node's HTTP parser refused the answer (`HPE_*` errno, e.g. headers
+   * over `maxHeaderSize`): it may be billed upstream, so it is never retried, status line or not.
+   */
+  readonly answered: boolean;
 
-  constructor(message: string, options?: { cause?: unknown; status?: number | undefined; errno?: string | undefined }, code = 'ERR_TIDEGATE_UPSTREAM_RESET') {
+  constructor(message: string, options?: { cause?: unknown; status?: number | undefined; errno?: string | undefined; answered?: boolean | undefined }, code = 'ERR_TIDEGATE_UPSTREAM_RESET') {
     super(code, message, options);
     this.status = options?.status;
     this.errno = options?.errno;
+    this.answered = options?.answered === true || options?.status !== undefined;
   }
 }
 
