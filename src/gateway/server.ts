@@ -4,6 +4,7 @@ import type { Express } from 'express';
 import { createSimulator, type Simulator } from '../simulator';
 import { createGatewayApp, type GatewayApp, type GatewayDeps } from './app';
 import type { GatewayConfig } from './config';
+import { deferContinue } from './expect-continue';
 import { applyListenerBounds } from './kernel-bounds';
 import { createLogger, type Logger } from './logger';
 
@@ -46,6 +47,7 @@ export async function startGateway(config: GatewayConfig, options: Omit<GatewayD
   const app = createGatewayApp(config, { ...options, logger, upstreamUrl });
   const server = http.createServer({ ...expressServerOptions(app), ...serverTimeouts(config) }, app);
   server.on('connection', (socket: net.Socket) => app.gateway.admission.trackConnection(socket));
+  deferContinue(server);
   server.listen(config.port, config.host);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
