@@ -152,7 +152,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
 
   if (config.debug.streams) {
     app.get('/debug/streams', (_req, res) => {
-      res.json({ activeStreams: active, streams: metrics.snapshotStreams() });
+      res.json({ activeStreams: active, streams: metrics.snapshotStreams(), ...(resume === undefined ? {} : { detached: resume.describeDetached() }) });
     });
   }
 
