@@ -25,7 +25,7 @@ export function createLogger(options: LoggerOptions = {}): winston.Logger {
   const logger = winston.createLogger({
     level: options.level ?? process.env.LOG_LEVEL ?? 'info',
     silent: options.silent ?? false,
-    format: winston.format.combine(winston.format.timestamp(), winston.format.json()),
+    format: winston.format.combine(winston.format.timestamp(), jsonLine()),
     transports: options.transports ?? [lines as StdoutLines],
   });
   if (lines !== undefined) writeDirectly(logger, lines);
@@ -36,6 +36,31 @@ export function createLogger(options: LoggerOptions = {}): winston.Logger {
 const LEVEL = Symbol.for('level');
 const MESSAGE = Symbol.for('message');
 const ignore = (): void => undefined;
+
+/**
+ * winston's `json()` format (keys sorted, as its `safe-stable-stringify` writes them), with a
+ * faster way for the common entry whose values are all strings, numbers, booleans, `null` or
+ * `undefined` (the per-stream line): each key and value through `JSON.stringify`, which writes
+ * them as `safe-stable-stringify` does. Any other value (an object, an array, a `BigInt`)
+ * takes winston's own format.
+ */
+export function jsonLine(): winston.Logform.Format {
+  const json = winston.format.json();
+  return winston.format((info) => {
+    const entry = info as unknown as Record<string | symbol, unknown>;
+    const keys = Object.keys(entry).sort();
+    let line = '{';
+    for (const key of keys) {
+      const value = entry[key];
+      if (value === undefined) continue;
+      const type = typeof value;
+      if (type !== 'string' && type !== 'number' && type !== 'boolean' && value !== null) return json.transform(info, json.options);
+      line += `${line.length > 1 ? ',' : ''}${JSON.stringify(key)}:${JSON.stringify(value)}`;
+    }
+    entry[MESSAGE] = `${line}}`;
+    return info;
+  })();
+}
 
 /**
  * Hands each entry of `logger` to its one transport `lines` directly: the level check, the

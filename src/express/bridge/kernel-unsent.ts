@@ -1,4 +1,5 @@
 import type { Server, Socket } from 'node:net';
+import { acceptedBy } from '../../http/node-hooks';
 import { getSocketOption, kernelQueueBytes, reportUnboundedOnce, setSocketOption } from '../../http/socket-options';
 
 /**
@@ -29,16 +30,19 @@ export function kernelUnsentBytesFor(kernelUnsentBytes: number | undefined, budg
  */
 export function boundKernelUnsent(socket: Socket | null, bytes: number): void {
   if (bytes <= 0 || socket === null) return;
-  const known = socket as KnownUnsent;
   // Inherited from its listener, or set by an earlier stream on this connection: no syscall.
-  if (known[kUnsent] === bytes) return;
+  const server = acceptedBy(socket);
+  const inherited = server === undefined ? undefined : listenerUnsent.get(server);
+  const known = inherited === undefined ? undefined : (changedUnsent.get(socket) ?? inherited);
+  if (known === bytes) return;
   if (!setSocketOption(socket, 'notsentLowat', bytes)) reportUnboundedOnce(`the kernel's unsent bytes per client socket (kernelUnsentBytes ${bytes})`);
-  else if (known[kUnsent] !== undefined) known[kUnsent] = bytes;
+  else if (inherited !== undefined) changedUnsent.set(socket, bytes);
 }
 
-/** The `TCP_NOTSENT_LOWAT` a client socket is known to have (see {@link boundListenerUnsent}). */
-const kUnsent = Symbol('tidegate.kernelUnsent');
-type KnownUnsent = Socket & { [kUnsent]?: number | undefined };
+/** The `TCP_NOTSENT_LOWAT` of the listeners {@link boundListenerUnsent} bounded: their accepted sockets have it. */
+const listenerUnsent = new WeakMap<Server, number>();
+/** Accepted sockets of such a listener whose bound a stream set to another value since. */
+const changedUnsent = new WeakMap<Socket, number>();
 
 /**
  * Bounds the unsent bytes of every socket `server` accepts from now on to `bytes`, set once on
@@ -51,10 +55,9 @@ type KnownUnsent = Socket & { [kUnsent]?: number | undefined };
  */
 export function boundListenerUnsent(server: Server, bytes: number): boolean {
   if (bytes <= 0 || !setSocketOption(server, 'notsentLowat', bytes)) return false;
-  let inherits: boolean | undefined;
-  server.on('connection', (socket: Socket) => {
-    inherits ??= getSocketOption(socket, 'notsentLowat') === bytes;
-    if (inherits) (socket as KnownUnsent)[kUnsent] = bytes;
+  listenerUnsent.set(server, bytes);
+  server.once('connection', (socket: Socket) => {
+    if (getSocketOption(socket, 'notsentLowat') !== bytes) listenerUnsent.delete(server);
   });
   return true;
 }
