@@ -11,7 +11,7 @@ import { fromReadable } from '../flow/sources/readable';
 import { timerScheduler } from '../flow/timer-scheduler';
 import type { FlowContext, Subscriber } from '../flow/types';
 import { readBounded } from './read-bounded';
-import { DEFAULT_MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES, UpstreamBodyTooLargeError, UpstreamResetError, UpstreamUnreachableError, UNREACHABLE_ERRNOS } from './errors';
+import { DEFAULT_MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES, networkError, UpstreamBodyTooLargeError } from './errors';
 import { bypassBodyCallbacks } from './body-bypass';
 import { bodyIsResponse, callAgent, CallSignal, expectRedirect, readCallOf, setReadCall, withClientRequest, type SizedReadCall } from './node-hooks';
 
@@ -313,19 +313,7 @@ export class UpstreamCall implements SizedReadCall {
   mapError(err: unknown): unknown {
     if (this.signal.aborted) return this.signal.reason ?? err;
     if (err instanceof TidegateError) return err;
-    const e = err as { code?: unknown; errno?: unknown } | undefined;
-    const code = typeof e?.code === 'string' && e.code !== 'FETCH_ERROR' ? e.code : typeof e?.errno === 'string' ? e.errno : 'connection error';
-    const status = this.incoming?.statusCode;
-    // Before the status line the route says which upstream; a break mid-body reads the same on every route.
-    const errno = code === 'connection error' ? undefined : code;
-    if (status === undefined && errno !== undefined && UNREACHABLE_ERRNOS.has(errno)) {
-      return new UpstreamUnreachableError(`upstream${this.request.route === undefined ? '' : ` for route ${this.request.route}`} unreachable (${code})`, { cause: err, errno });
-    }
-    // An `HPE_*` code is Node's HTTP parser refusing bytes the upstream sent: it answered.
-    const answered = errno?.startsWith('HPE_') === true;
-    const failed = answered ? 'answered with a response that could not be parsed' : 'connection failed';
-    const message = status === undefined ? `upstream${this.request.route === undefined ? '' : ` for route ${this.request.route}`} ${failed} (${code})` : `upstream connection broke after HTTP ${status} (${code})`;
-    return new UpstreamResetError(message, { cause: err, status, errno, answered });
+    return networkError(err, this.incoming?.statusCode, this.request.route);
   }
 
   /** Stops the timers and detaches from the caller's signal; aborts the request unless it ended cleanly (`abort: false` keeps the socket for reuse). */

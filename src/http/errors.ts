@@ -87,6 +87,25 @@ export class UpstreamUnreachableError extends UpstreamResetError {
 }
 
 /**
+ * The typed error for a network or parser error of an upstream call: unreachable (before the
+ * status line, {@link UNREACHABLE_ERRNOS}), an answer the HTTP parser refused (`HPE_*`: the
+ * upstream answered, so never retried), or a reset, carrying the answered `status` if any. The
+ * message names the route before the status line and never the URL; `cause` keeps `err`.
+ */
+export function networkError(err: unknown, status: number | undefined, route: string | undefined): UpstreamResetError {
+  const e = err as { code?: unknown; errno?: unknown } | undefined;
+  const code = typeof e?.code === 'string' && e.code !== 'FETCH_ERROR' ? e.code : typeof e?.errno === 'string' ? e.errno : 'connection error';
+  // Before the status line the route says which upstream; a break mid-body reads the same on every route.
+  const upstream = `upstream${route === undefined ? '' : ` for route ${route}`}`;
+  const errno = code === 'connection error' ? undefined : code;
+  if (status === undefined && errno !== undefined && UNREACHABLE_ERRNOS.has(errno)) return new UpstreamUnreachableError(`${upstream} unreachable (${code})`, { cause: err, errno });
+  const answered = errno?.startsWith('HPE_') === true;
+  const failed = answered ? 'answered with a response that could not be parsed' : 'connection failed';
+  const message = status === undefined ? `${upstream} ${failed} (${code})` : `upstream connection broke after HTTP ${status} (${code})`;
+  return new UpstreamResetError(message, { cause: err, status, errno, answered });
+}
+
+/**
  * An upstream body was larger than the gateway reads (`ERR_TIDEGATE_UPSTREAM_BODY_TOO_LARGE`,
  * HTTP 502 to the client): a non-stream answer over `upstream.maxBodyBytes`, or an error body
  * over {@link MAX_ERROR_BODY_BYTES}. The upstream request was aborted (its socket destroyed) as
