@@ -14,7 +14,8 @@
 //                           S1, S2, S2chunk, S3 and S4 (a paired before/after run)
 //   --variant label=JSON    also run the tidegate targets as `<name>~label` with this gateway
 //                           configuration, e.g. --variant 'lowat0={"stream":{"kernelUnsentBytes":0}}'
-//                           (repeatable)
+//                           (repeatable); `label=node:FLAGS` runs them with these node flags
+//                           instead, e.g. --variant 'semi2=node:--max-semi-space-size=2'
 //   --no-docs / --docs      do not / do rewrite docs/benchmarks.md and the SVGs (default: only in
 //                           full mode)
 const fs = require('node:fs');
@@ -40,8 +41,10 @@ const TARGET_FILTER = flag('--targets') ? flag('--targets').split(',') : null;
 const REF = flag('--ref');
 const VARIANTS = flags('--variant').map((spec) => {
   const eq = spec.indexOf('=');
-  if (eq <= 0) throw new Error(`--variant ${spec}: expected label=JSON`);
-  return { label: spec.slice(0, eq), config: JSON.parse(spec.slice(eq + 1)) };
+  if (eq <= 0) throw new Error(`--variant ${spec}: expected label=JSON or label=node:FLAGS`);
+  const value = spec.slice(eq + 1);
+  if (value.startsWith('node:')) return { label: spec.slice(0, eq), config: null, nodeFlags: value.slice(5).split(/\s+/).filter(Boolean) };
+  return { label: spec.slice(0, eq), config: JSON.parse(value) };
 });
 // docs/benchmarks.md holds the full figures: a quick run leaves it alone unless --docs is given.
 const WRITE_DOCS = argv.includes('--docs') || (!QUICK && !argv.includes('--no-docs'));

@@ -116,7 +116,9 @@ function tidegateCommand({ cli = GATEWAY_CLI, port, upstreamUrl, policy, config,
   ];
   // BENCH_GATEWAY_NODE_FLAGS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles the gateway process.
   const nodeFlags = (process.env.BENCH_GATEWAY_NODE_FLAGS || '').split(/\s+/).filter(Boolean);
-  const args = [...variantFlags, ...nodeFlags, cli, '--port', String(port)];
+  // The node flags the build's `tidegate` bin starts with come first: a variant's or the
+  // environment's own value of the same flag comes later and wins.
+  const args = [...binNodeFlags(cli), ...variantFlags, ...nodeFlags, cli, '--port', String(port)];
   const unsupported = [];
   for (const [k, v] of flags) {
     if (v === undefined) continue;
@@ -124,6 +126,21 @@ function tidegateCommand({ cli = GATEWAY_CLI, port, upstreamUrl, policy, config,
     else unsupported.push(k);
   }
   return { cmd: process.execPath, args, unsupported, configFile, env: { PORT: String(port), HOST: '127.0.0.1', UPSTREAM_URL: upstreamUrl, NODE_ENV: 'production' } };
+}
+
+/**
+ * The node flags in the gateway CLI's `#!/usr/bin/env -S node --flag ...` line: what the
+ * `tidegate` bin runs with. The bench starts `node <cli>` itself, so it passes them on.
+ */
+function binNodeFlags(cli) {
+  let first = '';
+  try {
+    first = fs.readFileSync(cli, 'utf8').split('\n', 1)[0];
+  } catch {
+    return [];
+  }
+  const m = /^#!\S*env -S node((?:\s+--\S+)*)\s*$/.exec(first);
+  return m ? m[1].split(/\s+/).filter(Boolean) : [];
 }
 
 function nginxBinary() {
