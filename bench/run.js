@@ -16,6 +16,7 @@
 //                           configuration, e.g. --variant 'lowat0={"stream":{"kernelUnsentBytes":0}}'
 //                           (repeatable); `label=node:FLAGS` runs them with these node flags
 //                           instead, e.g. --variant 'semi2=node:--max-semi-space-size=2'
+//   --no-auto-variants      leave out the variants a full run adds on its own (targets.js autoVariants)
 //   --no-docs / --docs      do not / do rewrite docs/benchmarks.md and the SVGs (default: only in
 //                           full mode)
 const fs = require('node:fs');
@@ -39,6 +40,7 @@ const flags = (k) => argv.flatMap((a, i) => (a === k && i + 1 < argv.length ? [a
 const ONLY = flag('--only') ? flag('--only').toUpperCase().split(',') : DEFAULT_ONLY;
 const TARGET_FILTER = flag('--targets') ? flag('--targets').split(',') : null;
 const REF = flag('--ref');
+const AUTO_VARIANTS = !argv.includes('--no-auto-variants');
 const VARIANTS = flags('--variant').map((spec) => {
   const eq = spec.indexOf('=');
   if (eq <= 0) throw new Error(`--variant ${spec}: expected label=JSON or label=node:FLAGS`);
@@ -98,7 +100,7 @@ const results = {
   command: ['npm run bench', ...(QUICK ? [':quick'] : [])].join('') + (argv.filter((a) => a !== '--quick').length ? ` -- ${argv.filter((a) => a !== '--quick').join(' ')}` : ''),
   build: { ...describe(ROOT), nativeAddon: nativeAddon(ROOT) },
   ref: null,
-  variants: [...VARIANTS, ...autoVariants()],
+  variants: [...VARIANTS, ...(AUTO_VARIANTS ? autoVariants() : [])],
   machine: machineInfo(),
   params: P,
   gatewayCommand: null,
@@ -138,7 +140,7 @@ async function main() {
     .replace(ROOT + '/', '')
     .replace(cmd.configFile || '\0', 'bench-config.json');
   results.gatewayConfig = cmd.configFile ? { limits: BENCH_LIMITS } : null;
-  hn = new Harness({ P, results, quick: QUICK, targetFilter: TARGET_FILTER, targets: targets({ ref, variants: VARIANTS }) });
+  hn = new Harness({ P, results, quick: QUICK, targetFilter: TARGET_FILTER, targets: targets({ ref, variants: VARIANTS, autoVariants: AUTO_VARIANTS }) });
   await hn.startUpstream();
   hn.ensureLoad();
   for (const sc of SCENARIOS) {

@@ -280,7 +280,7 @@ function targets(opts = {}) {
   ];
   const current = tidegateTargets();
   const before = opts.ref ? tidegateTargets({ cli: opts.ref.cli, suffix: '@before', labelSuffix: ' (before)', before: true }) : [];
-  const variants = [...(opts.variants || []), ...autoVariants()].map((v) => ({ ...v, targets: tidegateTargets({ suffix: `~${v.label}`, labelSuffix: ` (${v.label})`, config: v.config, nodeFlags: v.nodeFlags || [], variant: v.label, variantScenarios: v.scenarios || null }) }));
+  const variants = [...(opts.variants || []), ...(opts.autoVariants === false ? [] : autoVariants())].map((v) => ({ ...v, targets: tidegateTargets({ suffix: `~${v.label}`, labelSuffix: ` (${v.label})`, config: v.config, nodeFlags: v.nodeFlags || [], variant: v.label, variantScenarios: v.scenarios || null }) }));
   current.forEach((t, i) => {
     list.push(t);
     if (before[i]) list.push(before[i]);
