@@ -28,6 +28,9 @@ const ERR_MARK_OPENAI = Buffer.from('data: {"error":');
 const DONE_MARK = Buffer.from('[DONE]');
 // The Responses API has no [DONE]: its stream ends with this event.
 const DONE_MARK_RESPONSES = Buffer.from('event: response.completed');
+// Each read is searched with the end of the previous one in front, so that a marker split across
+// two reads is found: all of a marker but its last byte may sit at the end of the earlier read.
+const CARRY_BYTES = Math.max(...[FFFD, ERR_MARK, ERR_MARK_OPENAI, DONE_MARK, DONE_MARK_RESPONSES].map((m) => m.length)) - 1;
 const clients = [];
 let frozen = false;
 let slowTimer = null;
@@ -279,7 +282,7 @@ class Client {
         while ((m = re.exec(complete)) && this.latencies.length < 200000) this.latencies.push(now - Number(m[1]));
       }
     }
-    this.tail = scan.subarray(Math.max(0, scan.length - 16));
+    this.tail = scan.subarray(Math.max(0, scan.length - CARRY_BYTES));
     if (this.tail.buffer === buf.buffer) this.tail = Buffer.from(this.tail); // onread buffer is reused
   }
 

@@ -11,7 +11,7 @@
 //                           `x@before` and `x~label`)
 //   --ref <git-rev>         also build <git-rev> in a temporary git worktree and run its tidegate
 //                           targets as `<name>@before`, interleaved with the current build, in
-//                           S1, S2, S2chunk, S3 and S4 (a paired before/after run)
+//                           S1, S2, S2chunk, S3, S4 and SETUP (a paired before/after run)
 //   --variant label=JSON    also run the tidegate targets as `<name>~label` with this gateway
 //                           configuration, e.g. --variant 'lowat0={"stream":{"kernelUnsentBytes":0}}'
 //                           (repeatable); `label=node:FLAGS` runs them with these node flags

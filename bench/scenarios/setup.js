@@ -15,7 +15,7 @@ async function run(hn) {
   const { P, results } = hn;
   const p = P.setup;
   const direct = { name: 'direct', label: 'direct to upstream', path: '/sse' };
-  const list = [direct, ...hn.activeTargets({ scenario: 'SETUP' })];
+  const list = [direct, ...hn.activeTargets({ before: true, scenario: 'SETUP' })];
   const rows = await hn.eachTarget('SETUP', list, async (t) => {
     const h = t === direct ? { port: hn.upstream.port, direct: true } : await hn.startTarget(t);
     try {

@@ -11,23 +11,27 @@ import { scriptedUpstream, SSE_HEAD, testGateway, type ScriptedUpstream } from '
 
 const IDLE_MS = 400;
 
-/** Intervals the timeout operators scheduled (rxjs asyncScheduler) that are still live. */
+/** Timers the timeout operators scheduled (the upstream call's timerScheduler) that are still live. */
 const operatorTimers = new Set<unknown>();
-const real = { setInterval: globalThis.setInterval, clearInterval: globalThis.clearInterval };
+const real = { setTimeout: globalThis.setTimeout, clearTimeout: globalThis.clearTimeout };
 beforeAll(() => {
-  globalThis.setInterval = ((...args: Parameters<typeof setInterval>) => {
-    const t = real.setInterval(...args);
-    if ((new Error().stack ?? '').includes('timeout-subscriber')) operatorTimers.add(t);
+  globalThis.setTimeout = ((callback: (...a: unknown[]) => void, ms?: number, ...args: unknown[]) => {
+    if (!(new Error().stack ?? '').includes('timeout-subscriber')) return real.setTimeout(callback, ms, ...args);
+    const t = real.setTimeout((...a: unknown[]) => {
+      operatorTimers.delete(t); // fired: no longer live
+      callback(...a);
+    }, ms, ...args);
+    operatorTimers.add(t);
     return t;
-  }) as typeof setInterval;
-  globalThis.clearInterval = ((t: Parameters<typeof clearInterval>[0]) => {
+  }) as typeof setTimeout;
+  globalThis.clearTimeout = ((t: Parameters<typeof clearTimeout>[0]) => {
     operatorTimers.delete(t);
-    real.clearInterval(t);
-  }) as typeof clearInterval;
+    real.clearTimeout(t);
+  }) as typeof clearTimeout;
 });
 afterAll(() => {
-  globalThis.setInterval = real.setInterval;
-  globalThis.clearInterval = real.clearInterval;
+  globalThis.setTimeout = real.setTimeout;
+  globalThis.clearTimeout = real.clearTimeout;
 });
 
 const EVENT = `data: ${'i'.repeat(1000 - 8)}\n\n`;

@@ -1,4 +1,5 @@
-import { createLogger } from '../../src/gateway/logger';
+import winston from 'winston';
+import { createLogger, jsonLine } from '../../src/gateway/logger';
 
 describe('createLogger', () => {
   it("writes the lines of one turn of the event loop to stdout in one write, in order", async () => {
@@ -33,5 +34,66 @@ describe('createLogger', () => {
     } finally {
       spy.mockRestore();
     }
+  });
+});
+
+describe('createLogger levels and formats', () => {
+  async function linesOf(log: (logger: ReturnType<typeof createLogger>) => void, level = 'info'): Promise<Record<string, unknown>[]> {
+    const writes: string[] = [];
+    const spy = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      writes.push(String(chunk));
+      return true;
+    });
+    try {
+      log(createLogger({ level }));
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      spy.mockRestore();
+    }
+    return writes.join('').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Record<string, unknown>);
+  }
+
+  it('drops entries below the level, also after the level changes', async () => {
+    const lines = await linesOf((logger) => {
+      logger.debug('hidden');
+      logger.warn('shown', { n: 1 });
+      logger.level = 'debug';
+      logger.debug('now shown');
+    });
+    expect(lines.map((l) => [l.level, l.message])).toEqual([
+      ['warn', 'shown'],
+      ['debug', 'now shown'],
+    ]);
+  });
+
+  it('writes each line as JSON with its fields, a timestamp and the level', async () => {
+    const [line] = await linesOf((logger) => logger.info('stream', { streamId: 'abc', outcome: 'completed', ttftMs: undefined }));
+    expect(line).toEqual({ level: 'info', message: 'stream', streamId: 'abc', outcome: 'completed', timestamp: expect.any(String) });
+    expect(Number.isNaN(Date.parse(line?.timestamp as string))).toBe(false);
+  });
+
+  it("passes a child logger's fields", async () => {
+    const [line] = await linesOf((logger) => logger.child({ route: '/x' }).info('hello'));
+    expect(line).toMatchObject({ level: 'info', message: 'hello', route: '/x' });
+  });
+});
+
+describe('jsonLine', () => {
+  const MESSAGE = Symbol.for('message');
+  const line = (f: ReturnType<typeof jsonLine>, entry: Record<string, unknown>): string => (f.transform({ ...entry } as never, {}) as unknown as Record<symbol, string>)[MESSAGE] as string;
+
+  it("writes what winston's json() writes, byte for byte", () => {
+    const entries: Record<string, unknown>[] = [
+      { level: 'info', message: 'stream', streamId: 'ab12', route: '/v1/chat/completions', attempts: 1, outcome: 'completed', durationMs: 251.3, ttftMs: undefined, status: 200 },
+      { level: 'warn', message: 'quote " backslash \\ newline \n tab \t nul \u0000 del \u007f', z: true, a: false, m: null },
+      { level: 'info', message: 'unicode 你好 🚀 lone \ud800 surrogate \udfff', n: -0, big: 1e21, small: 1e-7, nan: Number.NaN, inf: Number.POSITIVE_INFINITY },
+      { level: 'info', message: 'keys', '10': 'ten', '2': 'two', B: 1, a: 2, _: 3, 'é': 4 },
+      { level: 'info', message: 'nested', routes: ['POST /v1/chat/completions (openai)'], meta: { b: 1, a: [1, { d: 2, c: 3 }] } },
+      { level: 'info', message: 'bigint', n: BigInt(12345678901234567890n) },
+      { level: 'info', message: '' },
+    ];
+    const ours = jsonLine();
+    const theirs = winston.format.json();
+    for (const entry of entries) expect(line(ours, entry)).toBe(line(theirs, entry));
   });
 });

@@ -207,3 +207,27 @@ describe('request body: timeout', () => {
     }
   }, 30_000);
 });
+
+describe('request body: Expect: 100-continue', () => {
+  it('answers a declared Content-Length over the limit with 413 and no 100 Continue that would invite the upload', async () => {
+    tg = await startTestGateway({ config: { limits: { maxRequestBodyBytes: 1024 } } });
+    const client = await connect(tg.gateway.port);
+    client.socket.write(head('/v1/chat/completions', { 'Content-Length': 5_000_000_000, Expect: '100-continue' }));
+    await client.closed;
+    expect(client.reply()).not.toMatch(/100 Continue/);
+    expect(statusOf(client.reply())).toBe(413);
+    expect(bodyOf(client.reply())).toMatchObject({ error: { code: 'ERR_TIDEGATE_BODY_TOO_LARGE' } });
+  });
+
+  it('sends 100 Continue for a body within the limit, then reads it and streams the answer', async () => {
+    tg = await startTestGateway();
+    const client = await connect(tg.gateway.port);
+    const body = JSON.stringify({ model: 'sim', stream: true, messages: [{ role: 'user', content: 'hi' }] });
+    client.socket.write(head('/v1/chat/completions', { 'Content-Length': Buffer.byteLength(body), Expect: '100-continue' }));
+    await until(() => client.reply().length > 0);
+    expect(client.reply()).toBe('HTTP/1.1 100 Continue\r\n\r\n');
+    client.socket.write(body);
+    await until(() => client.reply().includes('data: [DONE]'));
+    expect(client.reply()).toMatch(/\r\n\r\nHTTP\/1\.1 200 OK\r\n/);
+  });
+});

@@ -1,7 +1,7 @@
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import fetch from 'node-fetch';
-import { bodyIsResponse, CallSignal, muteBodyCallbacks, onServerClose, readBeingParsed, setReadCall, upstreamAgent, withClientRequest } from '../../src/http/node-hooks';
+import { acceptedBy, bodyIsResponse, CallSignal, muteBodyCallbacks, onServerClose, readBeingParsed, setReadCall, upstreamAgent, withClientRequest } from '../../src/http/node-hooks';
 
 // These specs pin what tidegate relies on inside Node and node-fetch. A failure here after an
 // upgrade means a hook in src/http/node-hooks.ts no longer holds: fix the hook, not the spec.
@@ -97,6 +97,21 @@ describe('Node and node-fetch internals the upstream client relies on', () => {
 });
 
 describe("Node's HTTP server internals the gateway relies on", () => {
+  it('an accepted socket names the server that accepted it (acceptedBy); a client socket names none', async () => {
+    const server = net.createServer();
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const client = net.connect((server.address() as AddressInfo).port, '127.0.0.1');
+    try {
+      const accepted = await new Promise<net.Socket>((r) => server.once('connection', r));
+      expect(acceptedBy(accepted)).toBe(server);
+      expect(acceptedBy(client)).toBeUndefined();
+      accepted.destroy();
+    } finally {
+      client.destroy();
+      await new Promise<void>((r) => server.close(() => r()));
+    }
+  });
+
   it('a Connection: close response ends its socket through destroySoon(), which onServerClose replaces', async () => {
     const closes: string[] = [];
     const closing = http.createServer((req, res) => {

@@ -24,6 +24,28 @@ describe('readBounded', () => {
     expect(listeners(body)).toBe(0);
   });
 
+  it('rejects with idled() after a silence of idleMs, each chunk restarting the wait', async () => {
+    const body = new PassThrough();
+    const started = Date.now();
+    const read = readBounded(body, { maxBytes: 100, tooLarge: () => new Error('x'), idleMs: 60, idled: (ms) => new Error(`idle ${ms}`) });
+    for (let i = 0; i < 4; i++) {
+      await new Promise((r) => setTimeout(r, 30));
+      body.write('a');
+    }
+    await expect(read).rejects.toThrow('idle 60');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(170);
+    expect(listeners(body)).toBe(0);
+  });
+
+  it('resolves with what arrived when idled() returns undefined', async () => {
+    const body = new PassThrough();
+    const read = readBounded(body, { maxBytes: 100, tooLarge: () => new Error('x'), idleMs: 30, idled: () => undefined });
+    body.write('ab');
+    body.write('c');
+    await expect(read).resolves.toEqual(Buffer.from('abc'));
+    expect(listeners(body)).toBe(0);
+  });
+
   it('rejects with timedOut() at the deadline and clears its timer', async () => {
     const body = new PassThrough();
     const read = readBounded(body, { maxBytes: 100, tooLarge: () => new Error('x'), timeoutMs: 30, timedOut: (ms) => new Error(`late ${ms}`) });

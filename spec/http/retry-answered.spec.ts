@@ -22,6 +22,10 @@ describe('retryDelayMs: answered calls', () => {
     expect(retryDelayMs(new UpstreamResetError('broke', { status: 429 }), 1, { baseDelayMs: 100 }, half)).toBe(50);
   });
 
+  it('never retries an answer the HTTP parser refused before a status line', () => {
+    expect(retryDelayMs(new UpstreamResetError('unparsable', { errno: 'HPE_HEADER_OVERFLOW', answered: true }), 1, {}, half)).toBeUndefined();
+  });
+
   it('does not retry a body too large or broken after a status not in retryStatuses', () => {
     expect(retryDelayMs(new UpstreamBodyTooLargeError(500, 1024), 1, {}, half)).toBeUndefined();
     expect(retryDelayMs(new UpstreamResetError('broke', { status: 400 }), 1, {}, half)).toBeUndefined();

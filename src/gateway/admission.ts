@@ -114,7 +114,7 @@ export function createAdmission(limits: AdmissionLimits, metrics: GatewayMetrics
       const key = clientKeyOf(req, limits.clientAddressHeader);
       const held = perClient.get(key) ?? 0;
       if (limits.maxStreamsPerClient > 0 && held >= limits.maxStreamsPerClient) {
-        return new AdmissionError('ERR_TIDEGATE_CLIENT_LIMIT', `this client holds its ${limits.maxStreamsPerClient} concurrent streams; retry when one ends`, 429, 'client_streams', retryAfter);
+        return new AdmissionError('ERR_TIDEGATE_CLIENT_LIMIT', `this client holds its limit of ${limits.maxStreamsPerClient} concurrent stream${limits.maxStreamsPerClient === 1 ? '' : 's'}; retry when one ends`, 429, 'client_streams', retryAfter);
       }
       streams++;
       perClient.set(key, held + 1);

@@ -11,6 +11,7 @@ import { applyKernelBounds } from './kernel-bounds';
 import { createLogger, type Logger } from './logger';
 import { GatewayMetrics, type StreamSnapshot } from './metrics';
 import { relay, type StreamPolicyFn } from './relay/relay';
+import { continueBody } from './expect-continue';
 import { readRequestBody, RequestBodyAbortedError } from './request-body';
 import { adapterFor } from './route-adapters';
 import { errorShapeFor, isJsonContentType, noRouteHandler, PLAIN_ERRORS } from './route-errors';
@@ -84,7 +85,8 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
     logger,
     routeOf: (path) => routes.find((r) => r.path === path),
     adapterOf: (path) => adapterOf.get(path) ?? (PLAIN_ERRORS as ProviderAdapter),
-    fallback: PLAIN_ERRORS,
+    // As any other path: Anthropic's shape for an Anthropic SDK's request, else OpenAI's under /v1/.
+    fallback: (req) => errorShapeFor(req, req.path, routes),
     signal: shutdown.signal,
   };
   /**
@@ -150,15 +152,16 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
 
   if (config.debug.streams) {
     app.get('/debug/streams', (_req, res) => {
-      res.json({ activeStreams: active, streams: metrics.snapshotStreams() });
+      res.json({ activeStreams: active, streams: metrics.snapshotStreams(), ...(resume === undefined ? {} : { detached: resume.describeDetached() }) });
     });
   }
 
   if (resumeDeps !== undefined) {
     // A resume holds a stream slot like the stream it continues (its detached stream's, when lent).
     app.get(RESUME_PATH, (req: Request, res: Response) => {
-      if (!ready) return PLAIN_ERRORS.sendHttpError(res, new ShutdownError('gateway is shutting down; retry on another instance'));
-      if (!admitResume(req, res, String(req.params.streamId), PLAIN_ERRORS)) return;
+      const errorShape = resumeDeps.fallback(req);
+      if (!ready) return errorShape.sendHttpError(res, new ShutdownError('gateway is shutting down; retry on another instance'));
+      if (!admitResume(req, res, String(req.params.streamId), errorShape)) return;
       track(serveResume(req, res, String(req.params.streamId), resumeDeps));
     });
   }
@@ -195,7 +198,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
         adapter.sendHttpError(res, Object.assign(new Error(`the request body must be JSON (Content-Type: application/json), not ${req.headers['content-type']}`), { status: 415, code: 'ERR_TIDEGATE_UNSUPPORTED_MEDIA_TYPE' }));
         return;
       }
-      readRequestBody(req, { maxBytes: config.limits.maxRequestBodyBytes, timeoutMs: config.limits.requestBodyTimeoutMs }).then(
+      readRequestBody(req, { maxBytes: config.limits.maxRequestBodyBytes, timeoutMs: config.limits.requestBodyTimeoutMs, onRead: () => continueBody(req, res) }).then(
         (bytes) => {
           if (route.provider === 'passthrough' || bytes === undefined) req.body = bytes;
           else {

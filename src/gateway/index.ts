@@ -27,5 +27,6 @@ export type { Logger, LoggerOptions } from './logger';
 export { GatewayMetrics } from './metrics';
 export type { LiveStream, StreamSnapshot } from './metrics';
 export type { PolicyContext, RelayOutcome, StreamPolicyFn } from './relay/relay';
+export { deferContinue } from './expect-continue';
 export { serverTimeouts, startGateway } from './server';
 export type { RunningGateway } from './server';

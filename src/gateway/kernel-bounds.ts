@@ -1,3 +1,5 @@
+import type { Server } from 'node:net';
+import { boundListenerUnsent, kernelUnsentBytesFor } from '../express/bridge/kernel-unsent';
 import { setUpstreamReceiveBytes } from '../http/node-hooks';
 import { reportUnboundedOnce } from '../http/socket-options';
 import type { GatewayConfig, ResolvedRoute } from './config';
@@ -16,4 +18,15 @@ export function applyKernelBounds(config: GatewayConfig, routes: readonly Resolv
   if (routes.some((r) => r.policy.kernelUnsentBytes !== 0)) missing.push('unsent bytes per client socket (stream.kernelUnsentBytes)');
   if (config.upstream.kernelReceiveBytes > 0) missing.push('receive queue per upstream socket (upstream.kernelReceiveBytes)');
   if (missing.length > 0) reportUnboundedOnce(`the kernel's ${missing.join(' and ')}`, (line) => logger.warn(line));
+}
+
+/**
+ * Bounds the unsent bytes of every client socket `server` accepts at the listening socket, when
+ * every route gives its streams the same positive `kernelUnsentBytes` (see
+ * `boundListenerUnsent`): the bridge then sets nothing per stream. Routes that differ keep
+ * setting their own per stream. Call it once the server listens.
+ */
+export function applyListenerBounds(server: Server, routes: readonly ResolvedRoute[]): void {
+  const values = new Set(routes.map((r) => kernelUnsentBytesFor(r.policy.kernelUnsentBytes, r.policy.maxBufferedBytes)));
+  if (values.size === 1) boundListenerUnsent(server, [...values][0] as number);
 }

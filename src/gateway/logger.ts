@@ -21,19 +21,69 @@ export interface LoggerOptions {
  * per stream cost more CPU than the rest of a stream's set-up bookkeeping.
  */
 export function createLogger(options: LoggerOptions = {}): winston.Logger {
-  return winston.createLogger({
+  const lines = options.transports === undefined ? new StdoutLines() : undefined;
+  const logger = winston.createLogger({
     level: options.level ?? process.env.LOG_LEVEL ?? 'info',
     silent: options.silent ?? false,
-    format: winston.format.combine(winston.format.timestamp(), winston.format.json()),
-    transports: options.transports ?? [new StdoutLines()],
+    format: winston.format.combine(winston.format.timestamp(), jsonLine()),
+    transports: options.transports ?? [lines as StdoutLines],
   });
+  if (lines !== undefined) writeDirectly(logger, lines);
+  return logger;
+}
+
+/** winston's keys of an entry's level and formatted line (triple-beam's `LEVEL`, `MESSAGE`). */
+const LEVEL = Symbol.for('level');
+const MESSAGE = Symbol.for('message');
+const ignore = (): void => undefined;
+
+/**
+ * winston's `json()` format (keys sorted, as its `safe-stable-stringify` writes them), with a
+ * faster way for the common entry whose values are all strings, numbers, booleans, `null` or
+ * `undefined` (the per-stream line): each key and value through `JSON.stringify`, which writes
+ * them as `safe-stable-stringify` does. Any other value (an object, an array, a `BigInt`)
+ * takes winston's own format.
+ */
+export function jsonLine(): winston.Logform.Format {
+  const json = winston.format.json();
+  return winston.format((info) => {
+    const entry = info as unknown as Record<string | symbol, unknown>;
+    const keys = Object.keys(entry).sort();
+    let line = '{';
+    for (const key of keys) {
+      const value = entry[key];
+      if (value === undefined) continue;
+      const type = typeof value;
+      if (type !== 'string' && type !== 'number' && type !== 'boolean' && value !== null) return json.transform(info, json.options);
+      line += `${line.length > 1 ? ',' : ''}${JSON.stringify(key)}:${JSON.stringify(value)}`;
+    }
+    entry[MESSAGE] = `${line}}`;
+    return info;
+  })();
+}
+
+/**
+ * Hands each entry of `logger` to its one transport `lines` directly: the level check, the
+ * logger's format and the transport's `log()`, as winston's logger stream and the transport's
+ * own `_write()` would, without the two object-mode streams in between (their buffering,
+ * callbacks and ticks were most of a line's cost, paid once per stream). Only for the default
+ * transport, which has no level or format of its own; a caller's `transports` keep winston's path.
+ */
+function writeDirectly(logger: winston.Logger, lines: StdoutLines): void {
+  type Entry = Record<string | symbol, unknown>;
+  logger.write = ((entry: Entry): boolean => {
+    if (logger.silent || entry.exception === true) return true;
+    const level = (entry[LEVEL] ??= entry.level) as string;
+    const levels = logger.levels as Record<string, number | undefined>;
+    if ((levels[level] ?? Infinity) > (levels[logger.level] ?? -Infinity)) return true;
+    const line = logger.format.transform(entry as never, (logger.format as { options?: unknown }).options) as Entry | false | undefined;
+    if (line) lines.log(line, ignore);
+    return true;
+  }) as typeof logger.write;
 }
 
 /** The gateway's logger type (winston). */
 export type Logger = winston.Logger;
-
-/** winston's key of the formatted line (triple-beam's `MESSAGE`). */
-const MESSAGE = Symbol.for('message');
 
 /** Lines waiting for the end of this turn of the event loop, shared by every {@link StdoutLines}. */
 let pending: string[] = [];

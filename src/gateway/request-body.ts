@@ -8,6 +8,8 @@ export interface RequestBodyLimits {
   maxBytes: number;
   /** The whole body must arrive within this of the call, ms (0 disables). */
   timeoutMs: number;
+  /** Called once the body passed the checks on its headers, before it is read (sends a deferred `100 Continue`). */
+  onRead?: (() => void) | undefined;
 }
 
 /** The client went away before its body was complete: there is no one to answer. */
@@ -41,6 +43,7 @@ export function readRequestBody(req: IncomingMessage, limits: RequestBodyLimits)
   const declared = req.headers['content-length'] === undefined ? undefined : Number(req.headers['content-length']);
   if (declared !== undefined && declared > limits.maxBytes) return Promise.reject(tooLarge(limits.maxBytes));
   if (req.headers['transfer-encoding'] === undefined && (declared === undefined || declared === 0)) return Promise.resolve(undefined);
+  limits.onRead?.();
 
   const stop = (error: Error): Error => {
     req.pause();

@@ -31,6 +31,18 @@ export class NoRouteError extends TidegateError {
 }
 
 /**
+ * A request the gateway cannot forward as it is (`ERR_TIDEGATE_BAD_REQUEST`, HTTP 400): e.g. a
+ * JSON body nested too deeply to be written out again for the upstream.
+ */
+export class BadRequestError extends TidegateError {
+  readonly status = 400;
+
+  constructor(message: string) {
+    super('ERR_TIDEGATE_BAD_REQUEST', message);
+  }
+}
+
+/**
  * The error shape a request gets when its path is no route: Anthropic's when it carries
  * `anthropic-version` (every Anthropic SDK request does) or its path lies under an Anthropic
  * route; OpenAI's (a superset of tidegate's `{code, message}`) under an OpenAI route or `/v1/`;

@@ -4,6 +4,8 @@ import type { Express } from 'express';
 import { createSimulator, type Simulator } from '../simulator';
 import { createGatewayApp, type GatewayApp, type GatewayDeps } from './app';
 import type { GatewayConfig } from './config';
+import { deferContinue } from './expect-continue';
+import { applyListenerBounds } from './kernel-bounds';
 import { createLogger, type Logger } from './logger';
 
 /** A running gateway. */
@@ -45,11 +47,13 @@ export async function startGateway(config: GatewayConfig, options: Omit<GatewayD
   const app = createGatewayApp(config, { ...options, logger, upstreamUrl });
   const server = http.createServer({ ...expressServerOptions(app), ...serverTimeouts(config) }, app);
   server.on('connection', (socket: net.Socket) => app.gateway.admission.trackConnection(socket));
+  deferContinue(server);
   server.listen(config.port, config.host);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
     server.once('error', reject);
   });
+  applyListenerBounds(server, app.gateway.routes);
   const port = (server.address() as AddressInfo).port;
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
   logger.info('gateway listening', { url, upstream: config.upstream.url ? 'configured' : 'simulator', routes: app.gateway.routes.map((r) => `${r.methods.join('|')} ${r.path} (${r.provider})`) });

@@ -8,9 +8,10 @@ import type { Flow } from '../flow/flow';
 import { idleTimeout } from '../flow/operators/idle-timeout';
 import { OperatorSubscriber, operator } from '../flow/operators/operator-subscriber';
 import { fromReadable } from '../flow/sources/readable';
+import { timerScheduler } from '../flow/timer-scheduler';
 import type { FlowContext, Subscriber } from '../flow/types';
 import { readBounded } from './read-bounded';
-import { DEFAULT_MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES, UpstreamBodyTooLargeError, UpstreamResetError, UpstreamUnreachableError, UNREACHABLE_ERRNOS } from './errors';
+import { DEFAULT_MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES, networkError, UpstreamBodyTooLargeError } from './errors';
 import { bypassBodyCallbacks } from './body-bypass';
 import { bodyIsResponse, callAgent, CallSignal, expectRedirect, readCallOf, setReadCall, withClientRequest, type SizedReadCall } from './node-hooks';
 
@@ -227,7 +228,7 @@ export class UpstreamCall implements SizedReadCall {
     let body = fromReadable<Buffer>(source, { onCancel: () => this.release(), parked: this.parked }).pipe(
       operator<Buffer, Buffer>((actual, context) => new BodySubscriber(actual, context, this)),
     );
-    if ((this.request.idleTimeoutMs ?? 0) > 0) body = body.pipe(idleTimeout<Buffer>(this.request.idleTimeoutMs as number));
+    if ((this.request.idleTimeoutMs ?? 0) > 0) body = body.pipe(idleTimeout<Buffer>(this.request.idleTimeoutMs as number, timerScheduler));
     return body;
   }
 
@@ -251,15 +252,25 @@ export class UpstreamCall implements SizedReadCall {
   /**
    * The whole body, read up to `maxBytes`: past it the request is aborted (socket destroyed) and
    * this rejects with {@link UpstreamBodyTooLargeError}. The body is read as it arrives, never
-   * with node-fetch's unbounded `buffer()` / `text()`.
+   * with node-fetch's unbounded `buffer()` / `text()`. A silence of the request's `idleTimeoutMs`
+   * aborts the request with `TimeoutError('idle')`; with `silence: 'partial'` (an error body) it
+   * resolves with what arrived instead (silence: `idleTimeoutMs`, else the first-byte timeout),
+   * the request left to release.
    */
-  readBody(response: Response, maxBytes: number): Promise<Buffer> {
+  readBody(response: Response, maxBytes: number, silence: 'timeout' | 'partial' = 'timeout'): Promise<Buffer> {
     const source = response.body as unknown as Readable;
     this.body = source;
     return readBounded(source, {
       maxBytes,
       tooLarge: (limit) => {
         const error = new UpstreamBodyTooLargeError(response.status, limit, this.request.route);
+        this.abort(error);
+        return error;
+      },
+      idleMs: silence === 'partial' ? this.request.idleTimeoutMs || (this.request.firstByteTimeoutMs ?? DEFAULT_FIRST_BYTE_TIMEOUT_MS) : this.request.idleTimeoutMs,
+      idled: (ms) => {
+        if (silence === 'partial') return undefined;
+        const error = new TimeoutError('idle', ms);
         this.abort(error);
         return error;
       },
@@ -272,12 +283,15 @@ export class UpstreamCall implements SizedReadCall {
    * The body of an error answer, at most the lower of `maxBodyBytes` and
    * {@link MAX_ERROR_BODY_BYTES} ('' if it breaks); a longer one rejects with
    * {@link UpstreamBodyTooLargeError}; an abort meanwhile rejects with its reason, as the call's does.
+   * A body that goes silent is cut there (see {@link readBody}): what arrived is the text.
    */
   async errorBody(response: Response): Promise<string> {
     const maxBytes = Math.min(this.request.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES);
+    // The status line is the answer: from here only the body's silence is timed.
+    this.firstByte();
     let text = '';
     try {
-      text = (await this.readBody(response, maxBytes)).toString('utf8');
+      text = (await this.readBody(response, maxBytes, 'partial')).toString('utf8');
     } catch {
       // a broken error body: the status says enough
     }
@@ -299,16 +313,7 @@ export class UpstreamCall implements SizedReadCall {
   mapError(err: unknown): unknown {
     if (this.signal.aborted) return this.signal.reason ?? err;
     if (err instanceof TidegateError) return err;
-    const e = err as { code?: unknown; errno?: unknown } | undefined;
-    const code = typeof e?.code === 'string' && e.code !== 'FETCH_ERROR' ? e.code : typeof e?.errno === 'string' ? e.errno : 'connection error';
-    const status = this.incoming?.statusCode;
-    // Before the status line the route says which upstream; a break mid-body reads the same on every route.
-    const errno = code === 'connection error' ? undefined : code;
-    if (status === undefined && errno !== undefined && UNREACHABLE_ERRNOS.has(errno)) {
-      return new UpstreamUnreachableError(`upstream${this.request.route === undefined ? '' : ` for route ${this.request.route}`} unreachable (${code})`, { cause: err, errno });
-    }
-    const message = status === undefined ? `upstream${this.request.route === undefined ? '' : ` for route ${this.request.route}`} connection failed (${code})` : `upstream connection broke after HTTP ${status} (${code})`;
-    return new UpstreamResetError(message, { cause: err, status, errno });
+    return networkError(err, this.incoming?.statusCode, this.request.route);
   }
 
   /** Stops the timers and detaches from the caller's signal; aborts the request unless it ended cleanly (`abort: false` keeps the socket for reuse). */

@@ -36,7 +36,8 @@ export class UpstreamRedirectError extends TidegateError {
 /**
  * The upstream connection failed or was reset (`ERR_TIDEGATE_UPSTREAM_RESET`). `status` is the
  * HTTP status the upstream had answered before the connection broke, `undefined` when it broke
- * before the status line (only then may the call be retried: see `retryDelayMs`). The message
+ * before the status line (only then, and unless it `answered`, may the call be retried: see
+ * `retryDelayMs`). The message
  * names the route and the failure (`ECONNREFUSED`), never the upstream URL; `cause` keeps the
  * network error for logs.
  */
@@ -45,11 +46,17 @@ export class UpstreamResetError extends TidegateError {
   readonly status: number | undefined;
   /** The network error's code (`ECONNRESET`, `ECONNREFUSED` …), when it had one: logged as `errno`. */
   readonly errno: string | undefined;
+  /**
+   * The upstream answered, but Node's HTTP parser refused the answer (`HPE_*` errno, e.g. headers
+   * over `maxHeaderSize`): it may be billed upstream, so it is never retried, status line or not.
+   */
+  readonly answered: boolean;
 
-  constructor(message: string, options?: { cause?: unknown; status?: number | undefined; errno?: string | undefined }, code = 'ERR_TIDEGATE_UPSTREAM_RESET') {
+  constructor(message: string, options?: { cause?: unknown; status?: number | undefined; errno?: string | undefined; answered?: boolean | undefined }, code = 'ERR_TIDEGATE_UPSTREAM_RESET') {
     super(code, message, options);
     this.status = options?.status;
     this.errno = options?.errno;
+    this.answered = options?.answered === true || options?.status !== undefined;
   }
 }
 
@@ -77,6 +84,25 @@ export class UpstreamUnreachableError extends UpstreamResetError {
   constructor(message: string, options: { cause?: unknown; errno: string }) {
     super(message, options, 'ERR_TIDEGATE_UPSTREAM_UNREACHABLE');
   }
+}
+
+/**
+ * The typed error for a network or parser error of an upstream call: unreachable (before the
+ * status line, {@link UNREACHABLE_ERRNOS}), an answer the HTTP parser refused (`HPE_*`: the
+ * upstream answered, so never retried), or a reset, carrying the answered `status` if any. The
+ * message names the route before the status line and never the URL; `cause` keeps `err`.
+ */
+export function networkError(err: unknown, status: number | undefined, route: string | undefined): UpstreamResetError {
+  const e = err as { code?: unknown; errno?: unknown } | undefined;
+  const code = typeof e?.code === 'string' && e.code !== 'FETCH_ERROR' ? e.code : typeof e?.errno === 'string' ? e.errno : 'connection error';
+  // Before the status line the route says which upstream; a break mid-body reads the same on every route.
+  const upstream = `upstream${route === undefined ? '' : ` for route ${route}`}`;
+  const errno = code === 'connection error' ? undefined : code;
+  if (status === undefined && errno !== undefined && UNREACHABLE_ERRNOS.has(errno)) return new UpstreamUnreachableError(`${upstream} unreachable (${code})`, { cause: err, errno });
+  const answered = errno?.startsWith('HPE_') === true;
+  const failed = answered ? 'answered with a response that could not be parsed' : 'connection failed';
+  const message = status === undefined ? `${upstream} ${failed} (${code})` : `upstream connection broke after HTTP ${status} (${code})`;
+  return new UpstreamResetError(message, { cause: err, status, errno, answered });
 }
 
 /**

@@ -10,7 +10,7 @@
  * | `IncomingMessage#pipe` once | node-fetch 2 makes its body `res.pipe(new PassThrough())` | the body is the `IncomingMessage` itself (one stream less per call) |
  * | parser body callback off ({@link muteBodyCallbacks}, used by `body-bypass.ts`) | Node's HTTP parser looks its `kOnBody` callback up per chunk and skips a non-function; `kOnHeadersComplete` starts every message | a body costs one push per socket read, not one native copy and JS call per HTTP chunk |
  * | `CallSignal` | node-fetch 2 accepts a signal whose constructor is named `AbortSignal` and uses `aborted`, `add/removeEventListener('abort')` | an abort signal of under 100 bytes per call |
- * | `socketFd` | `net.Socket#_handle.fd` (a TLS socket's: `_handle._parent.fd`) | the descriptor the socket options addon works on |
+ * | `socketFd`, `acceptedBy` | `net.Socket#_handle.fd` (a TLS socket's: `_handle._parent.fd`; a listening `net.Server`'s: `_handle.fd`); `net.Socket#server`, set as a server accepts it | the descriptor the socket options addon works on; the listener whose options an accepted socket inherited |
  * | `createConnection` on the upstream agents | `http.Agent` opens each socket through its `createConnection(options, callback)` | the upstream socket's receive buffer is bounded before the request is written |
  * | `Socket#destroySoon` replaced | Node's HTTP server ends a `Connection: close` response's socket with `socket.destroySoon()` | a lingering close instead of a reset while a client still uploads |
  * | agent view (`callAgent`) | as the `addRequest` wrapper, on a caller's own agent | the same, without changing the caller's agent |
@@ -18,13 +18,12 @@
  * The interface to the rest of the code: {@link upstreamAgent}, {@link callAgent}, {@link withClientRequest},
  * {@link expectRedirect}, {@link setReadCall} / {@link readCallOf}, {@link bodyIsResponse},
  * {@link setReadHook}, {@link readBeingParsed}, {@link muteBodyCallbacks}, {@link CallSignal},
- * {@link onServerClose}, {@link socketFd}, {@link setUpstreamReceiveBytes}, the read sizes.
+ * {@link onServerClose}, {@link socketFd}, {@link acceptedBy}, {@link setUpstreamReceiveBytes}, the read sizes.
  */
 import http from 'node:http';
 import https from 'node:https';
 import net, { type Socket } from 'node:net';
 import { setSocketOption } from './socket-options';
-
 import { UPSTREAM_HIGH_WATER_MARK, UPSTREAM_MAX_READ_BYTES, UPSTREAM_MIN_READ_BYTES, UPSTREAM_READ_BYTES } from './read-sizes';
 
 export { UPSTREAM_HIGH_WATER_MARK, UPSTREAM_MAX_READ_BYTES, UPSTREAM_MIN_READ_BYTES, UPSTREAM_READ_BYTES } from './read-sizes';
@@ -162,15 +161,18 @@ function connectionOptions(options: unknown): unknown {
 }
 
 /**
- * The descriptor of a connected socket (`undefined` before it connects, once it closed, on
- * Windows, or for a socket that is not TCP). Node exposes none: `_handle.fd`, or for a TLS
+ * The descriptor of a connected socket or a listening server (`undefined` before it connects or
+ * listens, once it closed, on Windows, or for a socket that is not TCP). Node exposes none: `_handle.fd`, or for a TLS
  * socket the TCP handle under its `TLSWrap` (`_handle._parent.fd`).
  */
-export function socketFd(socket: Socket): number | undefined {
+export function socketFd(socket: Socket | net.Server): number | undefined {
   const handle = (socket as unknown as { _handle?: { fd?: unknown; _parent?: { fd?: unknown } } | null })._handle;
   const fd = typeof handle?.fd === 'number' ? handle.fd : handle?._parent?.fd;
   return typeof fd === 'number' && fd >= 0 ? fd : undefined;
 }
+
+/** The server that accepted `socket` (Node's `socket.server`, set as it accepts; not documented), if any. */
+export const acceptedBy = (socket: Socket): net.Server | undefined => (socket as { server?: net.Server | null }).server ?? undefined;
 
 /** Default `SO_RCVBUF` of upstream sockets, bytes: 65536 (see {@link setUpstreamReceiveBytes}). */
 export const DEFAULT_UPSTREAM_RECEIVE_BYTES = 64 * 1024;
@@ -235,7 +237,6 @@ const agents = {
   // tls.connect() takes `highWaterMark` (both directions); its `onread` is left alone.
   https: boundedReceive(hooked(new https.Agent({ keepAlive: true, maxSockets: Infinity, ...({ highWaterMark: UPSTREAM_HIGH_WATER_MARK } as object) }))),
 };
-
 
 /**
  * node-fetch 2 hands out `res.pipe(new PassThrough())` as the body: one more stream with 16 KiB

@@ -10,6 +10,13 @@ export interface BoundedRead {
   timeoutMs?: number | undefined;
   /** Called at the deadline; returns the rejection. Required with `timeoutMs`. */
   timedOut?: ((timeoutMs: number) => unknown) | undefined;
+  /** Longest silence before the first chunk and between chunks, ms (absent or 0: none). */
+  idleMs?: number | undefined;
+  /**
+   * Called when `idleMs` passed without a chunk; returns the rejection, or `undefined` to resolve
+   * with the bytes that arrived (an error body cut where it stalled). Required with `idleMs`.
+   */
+  idled?: ((idleMs: number) => unknown) | undefined;
   /**
    * The body closed before its end (a peer that left, a destroy elsewhere): returns the
    * rejection; absent, the read resolves with what arrived.
@@ -25,8 +32,9 @@ export interface BoundedRead {
 /**
  * Reads `body` to its end, counting bytes as they arrive, and resolves with them in one Buffer.
  * It never holds more than `maxBytes` plus one chunk: the chunk that passes the limit rejects
- * with `tooLarge()`, a deadline with `timedOut()`, an early close with `closedEarly()`, an
- * `'error'` with that error. Every listener and the timer go in one teardown, whichever ends it.
+ * with `tooLarge()`, a deadline with `timedOut()`, a silence with `idled()`, an early close with
+ * `closedEarly()`, an `'error'` with that error. Every listener and the timers go in one
+ * teardown, whichever ends it.
  *
  * Demand: reads at the body's own pace (flowing mode) until the end or a limit. Discard: on a
  * rejection the chunks read so far are dropped; what the callbacks do with the stream (destroy,
@@ -39,8 +47,10 @@ export function readBounded(body: Readable, limits: BoundedRead): Promise<Buffer
     const chunks: Buffer[] = [];
     let bytes = 0;
     let timer: NodeJS.Timeout | undefined;
+    let idleTimer: NodeJS.Timeout | undefined;
     const teardown = (): void => {
       clearTimeout(timer);
+      clearTimeout(idleTimer);
       body.off('data', onData);
       body.off('end', onEnd);
       body.off('error', onError);
@@ -53,6 +63,7 @@ export function readBounded(body: Readable, limits: BoundedRead): Promise<Buffer
     };
     const onData = (chunk: Buffer | string): void => {
       const buf = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+      idleTimer?.refresh();
       bytes += buf.length;
       if (bytes <= limits.maxBytes) chunks.push(buf);
       else if (limits.truncate !== true) fail(() => limits.tooLarge(limits.maxBytes));
@@ -74,6 +85,12 @@ export function readBounded(body: Readable, limits: BoundedRead): Promise<Buffer
     };
     const { timeoutMs, timedOut } = limits;
     if (timeoutMs !== undefined && timeoutMs > 0 && timedOut !== undefined) timer = setTimeout(() => fail(() => timedOut(timeoutMs)), timeoutMs);
+    const { idleMs, idled } = limits;
+    const onIdle = (reason: unknown): void => {
+      if (reason !== undefined) fail(() => reason);
+      else onEnd();
+    };
+    if (idleMs !== undefined && idleMs > 0 && idled !== undefined) idleTimer = setTimeout(() => onIdle(idled(idleMs)), idleMs);
     body.on('data', onData);
     body.once('end', onEnd);
     body.once('error', onError);

@@ -98,7 +98,7 @@ export async function fetchUpstream(request: UpstreamRequest): Promise<UpstreamB
   const contentType = response.headers.get('content-type') ?? undefined;
   try {
     const maxBytes = request.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-    const body = await call.readBody(response, response.ok ? maxBytes : Math.min(maxBytes, MAX_ERROR_BODY_BYTES));
+    const body = response.ok ? await call.readBody(response, maxBytes) : await call.readBody(response, Math.min(maxBytes, MAX_ERROR_BODY_BYTES), 'partial');
     if (!response.ok) {
       throw new UpstreamHttpError(response.status, body.toString('utf8'), contentType, retryAfterMs(response.headers.get('retry-after')));
     }

@@ -41,6 +41,7 @@ const DEFAULTS = {
  * | error | retried |
  * | --- | --- |
  * | {@link UpstreamResetError} before the status line, connect timeout | yes |
+ * | an answer Node's HTTP parser refused (`HPE_*`, e.g. headers too large) | never |
  * | HTTP status in `retryStatuses` (its body read or too large) | yes |
  * | any status 2xx (200 JSON to a stream request, body too large, body broken) | never |
  * | other 4xx/5xx, {@link UpstreamResetError} after a status line, other errors | no |
@@ -70,7 +71,8 @@ export function retryDelayMs(error: unknown, attempt: number, policy: RetryPolic
   } else if (error instanceof UpstreamBodyTooLargeError) {
     if (!retryableStatus(error.upstreamStatus, p.retryStatuses)) return undefined;
   } else if (error instanceof UpstreamResetError) {
-    if (error.status !== undefined && !retryableStatus(error.status, p.retryStatuses)) return undefined;
+    // An answer the HTTP parser refused was still an answer; a status line may be a retryable one.
+    if (error.status === undefined ? error.answered : !retryableStatus(error.status, p.retryStatuses)) return undefined;
   } else if (!(error instanceof TimeoutError && error.kind === 'connect')) {
     return undefined;
   }

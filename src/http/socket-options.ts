@@ -9,7 +9,7 @@
  * any other value is the path of the addon to load instead of the bundled one.
  */
 import path from 'node:path';
-import type { Socket } from 'node:net';
+import type { Server, Socket } from 'node:net';
 import { socketFd } from './node-hooks';
 
 /** An option set in bytes: `notsentLowat` (`TCP_NOTSENT_LOWAT`), `sendBuffer` (`SO_SNDBUF`), `receiveBuffer` (`SO_RCVBUF`). */
@@ -78,12 +78,13 @@ function levelAndName(option: SocketOption): [number, number] | undefined {
 }
 
 /**
- * Sets `option` on a connected TCP socket to `bytes` (a positive integer). Returns `true` when the
- * kernel took it; `false` without the addon, on a platform without the option, on a socket with
- * no descriptor (closed, a pipe, Windows) or when the kernel refused it. Linux doubles
- * `SO_SNDBUF`/`SO_RCVBUF` for its bookkeeping and caps them at `net.core.wmem_max`/`rmem_max`.
+ * Sets `option` on a connected TCP socket, or a listening TCP server (its accepted sockets
+ * inherit it), to `bytes` (a positive integer). Returns `true` when the kernel took it; `false`
+ * without the addon, on a platform without the option, on a socket with no descriptor (closed, a
+ * pipe, Windows) or when the kernel refused it. Linux doubles `SO_SNDBUF`/`SO_RCVBUF` for its
+ * bookkeeping and caps them at `net.core.wmem_max`/`rmem_max`.
  */
-export function setSocketOption(socket: Socket, option: SocketOption, bytes: number): boolean {
+export function setSocketOption(socket: Socket | Server, option: SocketOption, bytes: number): boolean {
   if (addon === undefined || !Number.isInteger(bytes) || bytes <= 0) return false;
   const fd = socketFd(socket);
   const at = levelAndName(option);

@@ -3,12 +3,8 @@ import { SseFrame, encodeSse, type SseEvent, type SseEventInit } from '../sse';
 import { UpstreamStreamError } from '../http/errors';
 import { codeOf, httpStatusOf, messageOf, writeJsonError } from './errors-http';
 import type { GatewayEvent, ProviderAdapter, TokenUsage } from './types';
-import { eventTypeOf, hasAsciiEscape, num, obj, parseObject, reencoder } from './wire';
-
-// The byte relay decodes a frame (after the first text) only when it may end the stream: a
-// terminal event's name, or an error (`"type":"error"`, `"error":{…}`).
-const TERMINAL_NEEDLES = [Buffer.from('.completed'), Buffer.from('.incomplete'), Buffer.from('.failed'), Buffer.from('rror"')];
-const SEQUENCE_NEEDLE = Buffer.from('"sequence_number":');
+import { lastSequence, responsesNeedsDecode } from './responses-scan';
+import { eventTypeOf, num, obj, parseObject, reencoder } from './wire';
 
 /** What one stream remembers so the errors it writes continue its numbering and name its response. */
 interface ResponsesState {
@@ -40,18 +36,6 @@ function upstreamError(body: Record<string, unknown> | undefined, data: string, 
     typeof e?.type === 'string' && e.type !== 'error' ? e.type : failed ? 'server_error' : 'server_error',
     typeof code === 'string' || typeof code === 'number' ? code : null,
   );
-}
-
-/** The last `sequence_number` value in `frame`, or `undefined` (a native scan and a few digits). */
-function lastSequence(frame: Buffer): number | undefined {
-  const at = frame.lastIndexOf(SEQUENCE_NEEDLE);
-  if (at === -1) return undefined;
-  let i = at + SEQUENCE_NEEDLE.length;
-  while (frame[i] === 0x20) i++;
-  let n = 0;
-  let digits = 0;
-  for (; frame[i] >= 0x30 && frame[i] <= 0x39 && digits < 15; i++, digits++) n = n * 10 + (frame[i] - 0x30);
-  return digits > 0 ? n : undefined;
 }
 
 /**
@@ -121,11 +105,8 @@ function responsesStream(): ProviderAdapter {
       if (typeof response?.model === 'string') state.model = response.model;
       if (typeof response?.created_at === 'number') state.createdAt = response.created_at;
     },
-    needsDecode(frame) {
-      const seq = lastSequence(frame);
-      if (seq !== undefined && seq > state.sequence) state.sequence = seq;
-      return TERMINAL_NEEDLES.some((needle) => frame.indexOf(needle) !== -1) || hasAsciiEscape(frame);
-    },
+    // The byte relay decodes a frame (after the first text) only when it may end the stream.
+    needsDecode: (frame) => responsesNeedsDecode(frame, state),
     formatError(error): SseFrame {
       const { type, code, message } = errorFields(error);
       const errorEvent = { type: 'error', sequence_number: ++state.sequence, code, message, param: null, error: { type, code, message, param: null } };

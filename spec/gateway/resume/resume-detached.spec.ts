@@ -11,7 +11,7 @@ let t: TestGateway;
 beforeAll(async () => {
   t = await startTestGateway({
     sim: { tokensPerSecond: 400, ttftMs: 1 },
-    config: { stream: { heartbeatMs: 0 }, retry: { maxAttempts: 1 } },
+    config: { stream: { heartbeatMs: 0 }, retry: { maxAttempts: 1 }, debug: { streams: true } },
     routes: [{ path: '/v1/chat/completions', provider: 'openai', forwardHeaders, resume: { windowBytes: 2048, lingerMs: 2500 } }],
   });
 });
@@ -32,6 +32,11 @@ describe('a detached resumable stream', () => {
     expect(metrics.get('tidegate_resume_detached_streams')).toBe(1);
     // The log holds the window, and at most the prefetch (16 events of < 512 bytes) the client had asked for and not taken.
     expect(metrics.get('tidegate_resume_log_bytes')).toBeLessThanOrEqual(2048 + 16 * 512);
+    // /debug/streams lists it among the detached streams (it has no client, so no bridge).
+    const debug = (await (await fetch(`${t.gateway.url}/debug/streams`)).json()) as { streams: { streamId: string }[]; detached: { streamId: string; route: string; logBytes: number; lastSeq: number }[] };
+    expect(debug.streams.map((s) => s.streamId)).not.toContain(streamId);
+    expect(debug.detached).toEqual([{ streamId, route: '/v1/chat/completions', logBytes: metrics.get('tidegate_resume_log_bytes'), lastSeq: expect.any(Number) }]);
+    expect(debug.detached[0]!.lastSeq).toBeGreaterThanOrEqual(first.events.length);
     const detachedAt = Date.now();
     await new Promise((resolve) => t.sim.once('request-aborted', resolve));
     // Cancelled by the linger, not before.

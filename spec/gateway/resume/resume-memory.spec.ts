@@ -78,7 +78,13 @@ describe('resume (memory store)', () => {
     const r = await readSse(`${t.gateway.url}/v1/streams/${'0'.repeat(32)}`);
     await r.ended;
     expect(r.status).toBe(404);
-    expect(JSON.parse(r.body)).toMatchObject({ error: { code: 'ERR_TIDEGATE_STREAM_NOT_FOUND' } });
+    // OpenAI's shape, as every other path under /v1/ (an SDK reads its type and message)...
+    expect(JSON.parse(r.body)).toEqual({ error: { code: 'ERR_TIDEGATE_STREAM_NOT_FOUND', message: expect.any(String), type: expect.any(String), param: null } });
+    // ...and Anthropic's for an Anthropic SDK's request.
+    const anthropic = await readSse(`${t.gateway.url}/v1/streams/${'0'.repeat(32)}`, { headers: { 'anthropic-version': '2023-06-01' } });
+    await anthropic.ended;
+    expect(anthropic.status).toBe(404);
+    expect(JSON.parse(anthropic.body)).toMatchObject({ type: 'error', error: { type: 'not_found_error', message: expect.any(String) } });
   });
 
   it('lets a second reader follow live, each with its own demand, both reading every event', async () => {

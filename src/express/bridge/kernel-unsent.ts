@@ -1,5 +1,6 @@
-import type { Socket } from 'node:net';
-import { kernelQueueBytes, reportUnboundedOnce, setSocketOption } from '../../http/socket-options';
+import type { Server, Socket } from 'node:net';
+import { acceptedBy } from '../../http/node-hooks';
+import { getSocketOption, kernelQueueBytes, reportUnboundedOnce, setSocketOption } from '../../http/socket-options';
 
 /**
  * Default `kernelUnsentBytes` of {@link sendFlow} and `sse()`, bytes (16384, Node's own
@@ -29,7 +30,36 @@ export function kernelUnsentBytesFor(kernelUnsentBytes: number | undefined, budg
  */
 export function boundKernelUnsent(socket: Socket | null, bytes: number): void {
   if (bytes <= 0 || socket === null) return;
+  // Inherited from its listener, or set by an earlier stream on this connection: no syscall.
+  const server = acceptedBy(socket);
+  const inherited = server === undefined ? undefined : listenerUnsent.get(server);
+  const known = inherited === undefined ? undefined : (changedUnsent.get(socket) ?? inherited);
+  if (known === bytes) return;
   if (!setSocketOption(socket, 'notsentLowat', bytes)) reportUnboundedOnce(`the kernel's unsent bytes per client socket (kernelUnsentBytes ${bytes})`);
+  else if (inherited !== undefined) changedUnsent.set(socket, bytes);
+}
+
+/** The `TCP_NOTSENT_LOWAT` of the listeners {@link boundListenerUnsent} bounded: their accepted sockets have it. */
+const listenerUnsent = new WeakMap<Server, number>();
+/** Accepted sockets of such a listener whose bound a stream set to another value since. */
+const changedUnsent = new WeakMap<Socket, number>();
+
+/**
+ * Bounds the unsent bytes of every socket `server` accepts from now on to `bytes`, set once on
+ * the listening socket: Linux copies `TCP_NOTSENT_LOWAT` into each accepted socket, and
+ * {@link boundKernelUnsent} then skips its `setsockopt()` (one syscall less per stream) where it
+ * would set the same value; another value is still set on the socket. The first accepted socket
+ * is checked: where it did not inherit the bound, each stream sets its own as before. Call it
+ * once the server listens. Returns `false` (and does nothing) when `bytes` ≤ 0, without the
+ * socket options addon, or when the kernel refused.
+ */
+export function boundListenerUnsent(server: Server, bytes: number): boolean {
+  if (bytes <= 0 || !setSocketOption(server, 'notsentLowat', bytes)) return false;
+  listenerUnsent.set(server, bytes);
+  server.once('connection', (socket: Socket) => {
+    if (getSocketOption(socket, 'notsentLowat') !== bytes) listenerUnsent.delete(server);
+  });
+  return true;
 }
 
 /** The kernel's send queue of a client socket and its unsent part, bytes, where the addon can read them. */

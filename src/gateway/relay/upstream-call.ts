@@ -2,6 +2,7 @@ import type { Request } from 'express';
 import type { UpstreamRequest } from '../../http/request';
 import type { ProviderAdapter } from '../../providers/types';
 import { API_SPECS, type ResolvedRoute } from '../config';
+import { BadRequestError } from '../route-errors';
 import { upstreamUrl } from '../upstream-url';
 
 /** Hop-by-hop headers (RFC 9110 §7.6.1) and ones the gateway sets itself: never forwarded. */
@@ -30,7 +31,7 @@ export function clientAsk(req: Request, route: ResolvedRoute): ClientAsk {
 export function upstreamRequest(req: Request, route: ResolvedRoute & { url: string }, adapter: ProviderAdapter, ask: ClientAsk, signal: AbortSignal): UpstreamRequest {
   const json = jsonBody(req, route);
   let body: string | Buffer | undefined;
-  if (json !== undefined) body = JSON.stringify(ask.wantsStream && !ask.streaming && adapter.nonStreamBody ? adapter.nonStreamBody(json) : json);
+  if (json !== undefined) body = serialize(ask.wantsStream && !ask.streaming && adapter.nonStreamBody ? adapter.nonStreamBody(json) : json);
   else if (Buffer.isBuffer(req.body) && req.body.length > 0) body = req.body;
   return {
     url: upstreamUrl(route, req),
@@ -45,6 +46,19 @@ export function upstreamRequest(req: Request, route: ResolvedRoute & { url: stri
     route: route.path,
     followRedirects: route.followRedirects,
   };
+}
+
+/**
+ * The JSON body for the upstream. `JSON.parse` reads nesting of any depth, `JSON.stringify`
+ * recurses and overflows the stack on a few thousand levels: such a body is the client's error.
+ */
+function serialize(json: Record<string, unknown>): string {
+  try {
+    return JSON.stringify(json);
+  } catch (err) {
+    if (err instanceof RangeError) throw new BadRequestError('the request body is nested too deeply to be forwarded');
+    throw err;
+  }
 }
 
 /** Headers without `last-event-id` (connectSse sends its own, updated on each reconnect). */

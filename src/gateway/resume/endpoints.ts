@@ -22,8 +22,8 @@ export interface ResumeEndpointDeps {
   /** The route a stream was started on (its policy and error shape serve the resume). */
   routeOf(path: string): ResolvedRoute | undefined;
   adapterOf(path: string): ProviderAdapter;
-  /** Error shape when the stream is unknown (its route is not known either). */
-  fallback: Pick<ProviderAdapter, 'sendHttpError'>;
+  /** Error shape of a request whose stream is unknown (its route is not known either). */
+  fallback(req: Request): Pick<ProviderAdapter, 'sendHttpError'>;
   /** Aborted when the gateway ends every stream (shutdown). */
   signal: AbortSignal;
 }
@@ -44,7 +44,7 @@ export interface ResumeEndpointDeps {
  */
 export async function serveResume(req: Request, res: Response, streamId: string, deps: ResumeEndpointDeps, ownRoute?: string, resumeAt?: (stored: StoredStream) => Promise<number>): Promise<void> {
   const { service, logger } = deps;
-  let errorShape: Pick<ProviderAdapter, 'sendHttpError'> = ownRoute === undefined ? deps.fallback : deps.adapterOf(ownRoute);
+  let errorShape: Pick<ProviderAdapter, 'sendHttpError'> = ownRoute === undefined ? deps.fallback(req) : deps.adapterOf(ownRoute);
   let routePath = '';
   try {
     const stored = isStreamId(streamId) ? await service.find(streamId) : undefined;

@@ -1,7 +1,7 @@
 import type { Flow } from '../../flow/flow';
 import type { BridgeElement } from '../../express/send-flow';
 import { ReplayStream, type ReplayStreamOptions } from './replay-stream';
-import { ALIAS_SCAN_EVENTS, type LogSnapshot, type OpenOptions, type ResumeStore, type StoredStream, type StreamMeta } from './store';
+import { ALIAS_SCAN_EVENTS, type DetachedStreamSnapshot, type LogSnapshot, type OpenOptions, type ResumeStore, type StoredStream, type StreamMeta } from './store';
 
 /** Longest alias kept (a provider's response id is far shorter). */
 const MAX_ALIAS_CHARS = 256;
@@ -101,6 +101,14 @@ export class MemoryResumeStore implements ResumeStore {
     let n = 0;
     for (const h of this.held.values()) if (h.stream.detached) n++;
     return n;
+  }
+
+  describeDetached(): DetachedStreamSnapshot[] {
+    const out: DetachedStreamSnapshot[] = [];
+    for (const h of this.held.values()) {
+      if (h.stream.detached) out.push({ streamId: h.meta.streamId, route: h.meta.routePath, logBytes: h.stream.window.bytes, lastSeq: h.stream.window.lastSeq });
+    }
+    return out;
   }
 
   cancelDetached(): number {

@@ -8,7 +8,7 @@ import { MemoryResumeStore } from './memory-store';
 import { slowestFollower } from './follow-positions';
 import { followRedis, type RedisStreamKeys } from './redis-follower';
 import type { ReplayStream, ReplayTerminal } from './replay-stream';
-import type { LogSnapshot, OpenOptions, ResumeStore, StoredStream, StreamMeta } from './store';
+import type { DetachedStreamSnapshot, LogSnapshot, OpenOptions, ResumeStore, StoredStream, StreamMeta } from './store';
 
 /** Options of a {@link RedisResumeStore}. */
 export interface RedisStoreOptions {
@@ -127,6 +127,10 @@ export class RedisResumeStore implements ResumeStore {
 
   detachedStreams(): number {
     return this.here.detachedStreams();
+  }
+
+  describeDetached(): DetachedStreamSnapshot[] {
+    return this.here.describeDetached();
   }
 
   async close(): Promise<void> {

@@ -9,7 +9,7 @@ import { MemoryResumeStore } from './memory-store';
 import { ResumeMetrics } from './metrics';
 import type { ReplayTerminal } from './replay-stream';
 import type { ResumeSettings } from './settings';
-import type { OpenOptions, ResumeStore, StoredStream } from './store';
+import type { DetachedStreamSnapshot, OpenOptions, ResumeStore, StoredStream } from './store';
 
 /** Gateway-wide settings of resume (top-level `resumeStore` and `redis`). */
 export interface ResumeServiceOptions {
@@ -88,6 +88,11 @@ export class ResumeService {
       returned = true;
       this.lent.delete(streamId);
     };
+  }
+
+  /** The streams produced here that no reader reads now, in every store. */
+  describeDetached(): DetachedStreamSnapshot[] {
+    return this.stores().flatMap((s) => s.describeDetached());
   }
 
   /** Shutdown: see {@link ResumeStore.cancelDetached}; returns how many streams it cancelled now. */

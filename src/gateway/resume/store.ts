@@ -54,6 +54,16 @@ export interface StoredStream {
   reader(afterSeq: number): Promise<Flow<Buffer>>;
 }
 
+/** A stream produced here that no reader reads now ({@link ResumeStore.describeDetached}). */
+export interface DetachedStreamSnapshot {
+  streamId: string;
+  route: string;
+  /** Encoded bytes of its log: history plus read-ahead, at most 2 × `windowBytes` plus one event. */
+  logBytes: number;
+  /** Seq of the last event it read from the upstream. */
+  lastSeq: number;
+}
+
 /**
  * Where replay logs live. A store opens the log of a stream produced on this instance
  * ({@link open}) and finds a stream for a resume ({@link find}), on this instance or, for a
@@ -76,6 +86,8 @@ export interface ResumeStore {
   logBytes(): number;
   /** Streams produced here with no reader attached, lingering. */
   detachedStreams(): number;
+  /** What each of them holds, for `GET /debug/streams`. */
+  describeDetached(): DetachedStreamSnapshot[];
   /**
    * Shutdown: cancels at once every stream produced here with no reader attached, and each other
    * one as soon as its last reader leaves (no linger); returns how many it cancelled now.
