@@ -116,9 +116,9 @@ function tidegateCommand({ cli = GATEWAY_CLI, port, upstreamUrl, policy, config,
   ];
   // BENCH_GATEWAY_NODE_FLAGS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles the gateway process.
   const nodeFlags = (process.env.BENCH_GATEWAY_NODE_FLAGS || '').split(/\s+/).filter(Boolean);
-  // The node flags the build's `tidegate` bin starts with come first: a variant's or the
-  // environment's own value of the same flag comes later and wins.
-  const args = [...binNodeFlags(cli), ...variantFlags, ...nodeFlags, cli, '--port', String(port)];
+  // The node flags the build's `npm start` uses come first: a variant's or the environment's own
+  // value of the same flag comes later and wins.
+  const args = [...startNodeFlags(cli), ...variantFlags, ...nodeFlags, cli, '--port', String(port)];
   const unsupported = [];
   for (const [k, v] of flags) {
     if (v === undefined) continue;
@@ -129,17 +129,17 @@ function tidegateCommand({ cli = GATEWAY_CLI, port, upstreamUrl, policy, config,
 }
 
 /**
- * The node flags in the gateway CLI's `#!/usr/bin/env -S node --flag ...` line: what the
- * `tidegate` bin runs with. The bench starts `node <cli>` itself, so it passes them on.
+ * The node flags the build's `npm start` runs `dist/gateway/cli.js` with (as its Docker image
+ * and compose file do). The bench starts `node <cli>` itself, so it passes them on.
  */
-function binNodeFlags(cli) {
-  let first = '';
+function startNodeFlags(cli) {
+  let start = '';
   try {
-    first = fs.readFileSync(cli, 'utf8').split('\n', 1)[0];
+    start = JSON.parse(fs.readFileSync(path.resolve(cli, '../../../package.json'), 'utf8')).scripts.start || '';
   } catch {
     return [];
   }
-  const m = /^#!\S*env -S node((?:\s+--\S+)*)\s*$/.exec(first);
+  const m = /\bnode((?:\s+--\S+)*)\s+dist\/gateway\/cli\.js\b/.exec(start);
   return m ? m[1].split(/\s+/).filter(Boolean) : [];
 }
 

@@ -33,8 +33,8 @@ function command(s: ComposeService): string[] {
   return Array.isArray(s.command) ? s.command : (s.command ?? '').split(/\s+/).filter(Boolean);
 }
 
-/** The node flags of the gateway bin's `#!/usr/bin/env -S node ...` line (src/gateway/cli.ts). */
-const BIN_NODE_FLAGS = (/^#!\/usr\/bin\/env -S node((?: --\S+)*)$/m.exec(fs.readFileSync(path.join(ROOT, 'src/gateway/cli.ts'), 'utf8').split('\n', 1)[0] ?? '')?.[1] ?? '').split(' ').filter(Boolean);
+/** The node flags `npm start` runs the gateway with (package.json). */
+const START_NODE_FLAGS = (/\bnode((?: --\S+)*) dist\/gateway\/cli\.js\b/.exec((JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.start ?? '')?.[1] ?? '').split(' ').filter(Boolean);
 
 function dependsOn(s: ComposeService): string[] {
   return Array.isArray(s.depends_on) ? s.depends_on : Object.keys(s.depends_on ?? {});
@@ -66,7 +66,7 @@ describe('docker-compose.yml', () => {
     const build = typeof g.build === 'string' ? { context: g.build } : g.build;
     expect(build?.context).toBe('.');
     expect(build && 'dockerfile' in build ? build.dockerfile : 'Dockerfile').toBe('Dockerfile');
-    expect(command(g)).toEqual(['node', ...BIN_NODE_FLAGS, 'dist/gateway/cli.js']);
+    expect(command(g)).toEqual(['node', ...START_NODE_FLAGS, 'dist/gateway/cli.js']);
     expect(env(g)).toMatchObject({ PORT: '8080', HOST: '0.0.0.0' });
   });
 
@@ -134,10 +134,10 @@ describe('Dockerfile', () => {
     expect(text).toMatch(/^COPY --from=build /m);
   });
 
-  it('starts the gateway by default, with the node flags of its bin', () => {
-    expect(BIN_NODE_FLAGS).toContain('--max-semi-space-size=4');
+  it('starts the gateway by default, with the node flags of npm start', () => {
+    expect(START_NODE_FLAGS).toContain('--max-semi-space-size=4');
     const cmd = /^CMD (\[.*\])$/m.exec(text)?.[1];
-    expect(cmd === undefined ? undefined : JSON.parse(cmd)).toEqual(['node', ...BIN_NODE_FLAGS, 'dist/gateway/cli.js']);
+    expect(cmd === undefined ? undefined : JSON.parse(cmd)).toEqual(['node', ...START_NODE_FLAGS, 'dist/gateway/cli.js']);
   });
 });
 

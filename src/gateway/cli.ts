@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=4
+#!/usr/bin/env node
 import { parseArgs } from 'node:util';
 import { redactUrl } from '../http/redact';
 import { API_SPECS, ConfigError, DEFAULT_APIS, loadConfig } from './config';
