@@ -14,7 +14,9 @@
 //                           S1, S2, S2chunk, S3, S4 and SETUP (a paired before/after run)
 //   --variant label=JSON    also run the tidegate targets as `<name>~label` with this gateway
 //                           configuration, e.g. --variant 'lowat0={"stream":{"kernelUnsentBytes":0}}'
-//                           (repeatable)
+//                           (repeatable); `label=node:FLAGS` runs them with these node flags
+//                           instead, e.g. --variant 'semi2=node:--max-semi-space-size=2'
+//   --no-auto-variants      leave out the variants a full run adds on its own (targets.js autoVariants)
 //   --no-docs / --docs      do not / do rewrite docs/benchmarks.md and the SVGs (default: only in
 //                           full mode)
 const fs = require('node:fs');
@@ -38,10 +40,13 @@ const flags = (k) => argv.flatMap((a, i) => (a === k && i + 1 < argv.length ? [a
 const ONLY = flag('--only') ? flag('--only').toUpperCase().split(',') : DEFAULT_ONLY;
 const TARGET_FILTER = flag('--targets') ? flag('--targets').split(',') : null;
 const REF = flag('--ref');
+const AUTO_VARIANTS = !argv.includes('--no-auto-variants');
 const VARIANTS = flags('--variant').map((spec) => {
   const eq = spec.indexOf('=');
-  if (eq <= 0) throw new Error(`--variant ${spec}: expected label=JSON`);
-  return { label: spec.slice(0, eq), config: JSON.parse(spec.slice(eq + 1)) };
+  if (eq <= 0) throw new Error(`--variant ${spec}: expected label=JSON or label=node:FLAGS`);
+  const value = spec.slice(eq + 1);
+  if (value.startsWith('node:')) return { label: spec.slice(0, eq), config: null, nodeFlags: value.slice(5).split(/\s+/).filter(Boolean) };
+  return { label: spec.slice(0, eq), config: JSON.parse(value) };
 });
 // docs/benchmarks.md holds the full figures: a quick run leaves it alone unless --docs is given.
 const WRITE_DOCS = argv.includes('--docs') || (!QUICK && !argv.includes('--no-docs'));
@@ -95,7 +100,7 @@ const results = {
   command: ['npm run bench', ...(QUICK ? [':quick'] : [])].join('') + (argv.filter((a) => a !== '--quick').length ? ` -- ${argv.filter((a) => a !== '--quick').join(' ')}` : ''),
   build: { ...describe(ROOT), nativeAddon: nativeAddon(ROOT) },
   ref: null,
-  variants: [...VARIANTS, ...autoVariants()],
+  variants: [...VARIANTS, ...(AUTO_VARIANTS ? autoVariants() : [])],
   machine: machineInfo(),
   params: P,
   gatewayCommand: null,
@@ -135,7 +140,7 @@ async function main() {
     .replace(ROOT + '/', '')
     .replace(cmd.configFile || '\0', 'bench-config.json');
   results.gatewayConfig = cmd.configFile ? { limits: BENCH_LIMITS } : null;
-  hn = new Harness({ P, results, quick: QUICK, targetFilter: TARGET_FILTER, targets: targets({ ref, variants: VARIANTS }) });
+  hn = new Harness({ P, results, quick: QUICK, targetFilter: TARGET_FILTER, targets: targets({ ref, variants: VARIANTS, autoVariants: AUTO_VARIANTS }) });
   await hn.startUpstream();
   hn.ensureLoad();
   for (const sc of SCENARIOS) {

@@ -116,7 +116,9 @@ function tidegateCommand({ cli = GATEWAY_CLI, port, upstreamUrl, policy, config,
   ];
   // BENCH_GATEWAY_NODE_FLAGS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles the gateway process.
   const nodeFlags = (process.env.BENCH_GATEWAY_NODE_FLAGS || '').split(/\s+/).filter(Boolean);
-  const args = [...variantFlags, ...nodeFlags, cli, '--port', String(port)];
+  // The node flags the build's `npm start` uses come first: a variant's or the environment's own
+  // value of the same flag comes later and wins.
+  const args = [...startNodeFlags(cli), ...variantFlags, ...nodeFlags, cli, '--port', String(port)];
   const unsupported = [];
   for (const [k, v] of flags) {
     if (v === undefined) continue;
@@ -124,6 +126,21 @@ function tidegateCommand({ cli = GATEWAY_CLI, port, upstreamUrl, policy, config,
     else unsupported.push(k);
   }
   return { cmd: process.execPath, args, unsupported, configFile, env: { PORT: String(port), HOST: '127.0.0.1', UPSTREAM_URL: upstreamUrl, NODE_ENV: 'production' } };
+}
+
+/**
+ * The node flags the build's `npm start` runs `dist/gateway/cli.js` with (as its Docker image
+ * and compose file do). The bench starts `node <cli>` itself, so it passes them on.
+ */
+function startNodeFlags(cli) {
+  let start = '';
+  try {
+    start = JSON.parse(fs.readFileSync(path.resolve(cli, '../../../package.json'), 'utf8')).scripts.start || '';
+  } catch {
+    return [];
+  }
+  const m = /\bnode((?:\s+--\S+)*)\s+dist\/gateway\/cli\.js\b/.exec(start);
+  return m ? m[1].split(/\s+/).filter(Boolean) : [];
 }
 
 function nginxBinary() {
@@ -263,7 +280,7 @@ function targets(opts = {}) {
   ];
   const current = tidegateTargets();
   const before = opts.ref ? tidegateTargets({ cli: opts.ref.cli, suffix: '@before', labelSuffix: ' (before)', before: true }) : [];
-  const variants = [...(opts.variants || []), ...autoVariants()].map((v) => ({ ...v, targets: tidegateTargets({ suffix: `~${v.label}`, labelSuffix: ` (${v.label})`, config: v.config, nodeFlags: v.nodeFlags || [], variant: v.label, variantScenarios: v.scenarios || null }) }));
+  const variants = [...(opts.variants || []), ...(opts.autoVariants === false ? [] : autoVariants())].map((v) => ({ ...v, targets: tidegateTargets({ suffix: `~${v.label}`, labelSuffix: ` (${v.label})`, config: v.config, nodeFlags: v.nodeFlags || [], variant: v.label, variantScenarios: v.scenarios || null }) }));
   current.forEach((t, i) => {
     list.push(t);
     if (before[i]) list.push(before[i]);

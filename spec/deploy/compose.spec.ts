@@ -33,6 +33,9 @@ function command(s: ComposeService): string[] {
   return Array.isArray(s.command) ? s.command : (s.command ?? '').split(/\s+/).filter(Boolean);
 }
 
+/** The node flags `npm start` runs the gateway with (package.json). */
+const START_NODE_FLAGS = (/\bnode((?: --\S+)*) dist\/gateway\/cli\.js\b/.exec((JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.start ?? '')?.[1] ?? '').split(' ').filter(Boolean);
+
 function dependsOn(s: ComposeService): string[] {
   return Array.isArray(s.depends_on) ? s.depends_on : Object.keys(s.depends_on ?? {});
 }
@@ -63,7 +66,7 @@ describe('docker-compose.yml', () => {
     const build = typeof g.build === 'string' ? { context: g.build } : g.build;
     expect(build?.context).toBe('.');
     expect(build && 'dockerfile' in build ? build.dockerfile : 'Dockerfile').toBe('Dockerfile');
-    expect(command(g)).toEqual(['node', 'dist/gateway/cli.js']);
+    expect(command(g)).toEqual(['node', ...START_NODE_FLAGS, 'dist/gateway/cli.js']);
     expect(env(g)).toMatchObject({ PORT: '8080', HOST: '0.0.0.0' });
   });
 
@@ -131,8 +134,10 @@ describe('Dockerfile', () => {
     expect(text).toMatch(/^COPY --from=build /m);
   });
 
-  it('starts the gateway by default', () => {
-    expect(text).toMatch(/^CMD \["node", "dist\/gateway\/cli.js"\]$/m);
+  it('starts the gateway by default, with the node flags of npm start', () => {
+    expect(START_NODE_FLAGS).toContain('--max-semi-space-size=4');
+    const cmd = /^CMD (\[.*\])$/m.exec(text)?.[1];
+    expect(cmd === undefined ? undefined : JSON.parse(cmd)).toEqual(['node', ...START_NODE_FLAGS, 'dist/gateway/cli.js']);
   });
 });
 
