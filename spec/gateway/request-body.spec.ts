@@ -231,3 +231,17 @@ describe('request body: Expect: 100-continue', () => {
     expect(client.reply()).toMatch(/\r\n\r\nHTTP\/1\.1 200 OK\r\n/);
   });
 });
+
+describe('request body: Expect: 100-continue on a path with its own body parser', () => {
+  it('sends 100 Continue once the handler starts reading the body, then answers', async () => {
+    tg = await startTestGateway();
+    const client = await connect(tg.gateway.port);
+    const body = '{}';
+    client.socket.write(head('/playground/runs', { 'Content-Length': body.length, Expect: '100-continue' }));
+    await until(() => client.reply().length > 0);
+    expect(client.reply()).toBe('HTTP/1.1 100 Continue\r\n\r\n');
+    client.socket.write(body);
+    await until(() => /\r\n\r\nHTTP\/1\.1 \d{3} /.test(client.reply()));
+    expect(statusOf(client.reply().slice('HTTP/1.1 100 Continue\r\n\r\n'.length))).toBeGreaterThanOrEqual(200);
+  });
+});

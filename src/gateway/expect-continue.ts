@@ -9,12 +9,16 @@ const awaitingContinue = new WeakSet<IncomingMessage>();
 
 /**
  * Makes `server` hand requests that expect `100 Continue` to its `'request'` listeners without
- * sending the 100; {@link continueBody} sends it once the body is wanted. Without this call Node
- * sends it at once, and {@link continueBody} does nothing.
+ * sending the 100; {@link continueBody} sends it once the body is wanted, as does the first
+ * read of the body as a flowing stream (`'resume'`). Without this call Node sends it at once,
+ * and {@link continueBody} does nothing.
  */
 export function deferContinue(server: Server): void {
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
     awaitingContinue.add(req);
+    // A handler that reads the body as a flowing stream (a body parser on another path) asks
+    // for it too; once an answer was written, the 100 is never sent.
+    req.once('resume', () => continueBody(req, res));
     server.emit('request', req, res);
   });
 }
