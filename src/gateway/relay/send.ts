@@ -1,5 +1,4 @@
 import type { IncomingMessage } from 'node:http';
-import type { Readable } from 'node:stream';
 import { TimeoutError } from '../../errors';
 import { sendFlow, type BridgeElement, type StreamHandle, type StreamResult } from '../../express/send-flow';
 import type { ByteBudget } from '../../flow/budget';
@@ -11,7 +10,7 @@ import type { KernelBytes } from '../metrics';
 import type { StreamContext } from './context';
 import { ClientClosedError, errnoOf, errorOutcome, streamOutcome } from './outcome';
 import { FRAME_PREFETCH } from './plan';
-import type { HeldUpstream, OpenedStream } from './events';
+import type { OpenedStream } from './events';
 
 /** What {@link sendToClient} writes (`flow`, through the policies) and watches. */
 export interface Delivery extends Omit<OpenedStream, 'events'> {
@@ -29,17 +28,16 @@ export async function sendToClient(stream: StreamContext, d: Delivery): Promise<
   const { adapter } = stream;
   const { plan, budget, admission, reader } = d;
   let handle: StreamHandle | undefined;
-  const bodyOf = (call: HeldUpstream): Readable => call.source;
   const kernelBytes = (): KernelBytes => {
     const client = kernelQueueBytes(res.socket);
     // The body is the IncomingMessage itself unless compressed: its socket is the upstream's.
-    const upstreamSocket = reader === undefined ? undefined : (bodyOf(reader) as Partial<IncomingMessage>).socket;
+    const upstreamSocket = reader === undefined ? undefined : (reader.source as Partial<IncomingMessage>).socket;
     return { clientSendQueue: client?.sendQueue, clientUnsent: client?.unsent, upstreamReceiveQueue: kernelQueueBytes(upstreamSocket)?.receiveQueue };
   };
   const untrack = metrics.track({
     bufferedBytes: () => budget.used,
     upstreamPaused: () => {
-      const body = reader === undefined ? undefined : bodyOf(reader);
+      const body = reader?.source;
       return body !== undefined && body.isPaused() && body.readableLength > 0 && !body.readableEnded;
     },
     describe: () => ({
@@ -47,7 +45,7 @@ export async function sendToClient(stream: StreamContext, d: Delivery): Promise<
       route: route.path,
       ageMs: stream.elapsed(),
       bridge: handle?.state(),
-      upstream: reader === undefined ? undefined : { bufferedBytes: reader.bufferedBytes(), readsSized: reader.readsSized(), paused: bodyOf(reader).isPaused(), ended: bodyOf(reader).readableEnded },
+      upstream: reader === undefined ? undefined : { bufferedBytes: reader.bufferedBytes(), readsSized: reader.readsSized(), paused: reader.source.isPaused(), ended: reader.source.readableEnded },
       heldReadDemand: admission?.heldDemand,
       kernel: kernelBytes(),
     }),
