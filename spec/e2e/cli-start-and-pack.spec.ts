@@ -1,7 +1,7 @@
 /** The CLI's one-line start errors, and packing from a fresh clone (prepare builds dist/). */
 // Needs dist/ (npm run build) for the CLI specs.
 import { execFile, execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync, symlinkSync } from 'node:fs';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -16,6 +16,13 @@ function runCli(args: string[]): Promise<{ code: number | null; stdout: string; 
     );
   });
 }
+
+describe('the tidegate bin after npm run build', () => {
+  it('is executable, so a folder install that runs prepare again still starts it', () => {
+    // A folder install links the clone; its prepare rebuilds dist/ after npm set the bin's mode.
+    expect(statSync(path.join(ROOT, 'dist/gateway/cli.js')).mode & 0o111).toBe(0o111);
+  });
+});
 
 describe('tidegate CLI start errors', () => {
   let busy: net.Server;
