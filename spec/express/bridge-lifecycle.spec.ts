@@ -27,6 +27,24 @@ function timeoutCount(): number {
   return process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
 }
 
+/**
+ * GET over a fresh connection with node:http (no agent, no undici): the client's own keep-alive
+ * timers never show up in the count, so only the bridge's timers can change it.
+ */
+function get(url: string): Promise<http.IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const req = http.get(url, { agent: false, headers: { connection: 'close' } }, resolve);
+    req.on('error', reject);
+  });
+}
+
+async function readAll(res: http.IncomingMessage): Promise<string> {
+  let text = '';
+  res.setEncoding('utf8');
+  for await (const chunk of res) text += chunk as string;
+  return text;
+}
+
 async function settle(ms = 30): Promise<void> {
   await new Promise((r) => setTimeout(r, ms));
 }
@@ -40,7 +58,7 @@ describe('demand bridge lifecycle', () => {
     };
     await settle();
     const before = timeoutCount();
-    const text = await (await fetch(url)).text();
+    const text = await readAll(await get(url));
     expect(text).toContain('data: b');
     await handle!.done;
     await settle(100);
@@ -57,11 +75,9 @@ describe('demand bridge lifecycle', () => {
     };
     await settle();
     const before = timeoutCount();
-    const ac = new AbortController();
-    const resp = await fetch(url, { signal: ac.signal });
-    const reader = resp.body!.getReader();
-    await reader.read(); // at least a heartbeat arrived
-    ac.abort();
+    const res = await get(url);
+    await new Promise((r) => res.once('data', r)); // at least a heartbeat arrived
+    res.destroy();
     const result = await done!;
     expect(result.outcome).toBe('client_closed');
     await settle(100);

@@ -135,12 +135,16 @@ describe('generate: unbounded demand never starves the event loop', () => {
     const sub = generate<number>((sink) => sink.next(emitted++), { sliceSize: 100 }).subscribeWithDemand({});
     sub.request(Infinity);
     expect(emitted).toBe(100); // the first slice, synchronously
+    await turn();
+    expect(emitted).toBe(200); // one slice per setImmediate turn
     let timerRan = false;
     setTimeout(() => (timerRan = true), 1);
     const started = Date.now();
-    while (!timerRan && Date.now() - started < 1000) await sleep(2);
-    expect(timerRan).toBe(true);
-    expect(emitted).toBeGreaterThan(100);
+    while (!timerRan && Date.now() - started < 1000) await turn();
+    expect(timerRan).toBe(true); // an endless source does not starve the timers phase
+    const atTimer = emitted;
+    await turn();
+    expect(emitted).toBeGreaterThan(atTimer); // and it goes on after the timer ran
     sub.cancel();
     const atCancel = emitted;
     await turn();
