@@ -69,8 +69,8 @@ const P = QUICK
     }
   : {
       s1: { clients: 200, rate: 10000, eventBytes: 100, durationMs: 20000, slowBps: 2048, stallTimeoutMs: 90000, stallSlackMs: 10000, drainMs: 3000, maxDrainMs: 120000, drainIdleMs: 30000, lateMs: 15000, snapshotsAt: [0.2, 0.4, 0.6, 1] },
-      s2: { clients: 50, bytesPerStream: 20 << 20, eventBytes: 150, maxMs: 60000 },
-      s2chunk: { clients: 50, bytesPerStream: 6 << 20, eventBytes: 150, maxMs: 60000 },
+      s2: { clients: 50, bytesPerStream: 20 << 20, eventBytes: 150, maxMs: 60000, repeats: 3 },
+      s2chunk: { clients: 50, bytesPerStream: 6 << 20, eventBytes: 150, maxMs: 60000, repeats: 3 },
       s3: { clients: 100, rate: 100, eventBytes: 150, durationMs: 10000, warmupMs: 3000 },
       s4: { streams: Math.min(9000, S4_MAX), holdMs: 10000, eventBytes: 150 },
       setup: { ratesPerS: [250, 500, 1000], openForMs: 2000, streamMs: 250, settleMaxMs: 15000, eventBytes: 150 },
