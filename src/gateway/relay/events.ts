@@ -43,6 +43,7 @@ export async function openStream(stream: StreamContext, request: UpstreamRequest
     // The peak also counts what the upstream reader takes in while nobody asks.
     request.onRead = () => void budget.observe();
     request.readBytes = admission.readBytes;
+    request.bodyReleased = admission.bodyReleased;
   }
   const reader = held(await openRelayed(stream, request));
   const settled: RelayPlan = settlePlan(plan, reader, stream.env.route, stream.res);
