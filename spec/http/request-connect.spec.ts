@@ -20,3 +20,16 @@ describe('openUpstreamStream connect timeout', () => {
     }
   });
 });
+
+describe('openUpstreamStream with an invalid URL', () => {
+  it('fails with the URL parser’s error, every time (a checked URL is not parsed again)', async () => {
+    for (let i = 0; i < 2; i++) {
+      const error = await openUpstreamStream({ url: 'not a url', method: 'GET', route: '/r' }).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect((error as { code?: string }).code).toBe('ERR_TIDEGATE_UPSTREAM_RESET');
+      expect((error as Error).message).toBe('upstream for route /r connection failed (ERR_INVALID_URL)');
+    }
+  });
+});

@@ -127,8 +127,9 @@ export class UpstreamCall implements SizedReadCall {
 
   async send(headers: Record<string, string>): Promise<Response> {
     const { request } = this;
-    const url = new URL(request.url);
+    const url = request.url;
     try {
+      checkUrl(url);
       const pending = withClientRequest(this.attach, () =>
         fetch(url, {
           method: request.method ?? 'POST',
@@ -393,6 +394,22 @@ class BodySubscriber extends OperatorSubscriber<Buffer, Buffer> {
     super.cancel(); // detaches the body's listeners first, then its onCancel aborts the request
     this.call.release();
   }
+}
+
+/** URLs {@link checkUrl} found valid; cleared when full (a passthrough route's URLs carry each client's query). */
+const validUrls = new Set<string>();
+const MAX_VALID_URLS = 256;
+
+/**
+ * Throws as `new URL(url)` does for an invalid one (before node-fetch sees it, with the URL
+ * parser's error). node-fetch parses the URL itself, twice, and the agent is picked by its
+ * scheme: a URL already checked is not parsed a third time.
+ */
+function checkUrl(url: string): void {
+  if (validUrls.has(url)) return;
+  new URL(url);
+  if (validUrls.size >= MAX_VALID_URLS) validUrls.clear();
+  validUrls.add(url);
 }
 
 /** A status node-fetch follows as a redirect. */
