@@ -38,6 +38,12 @@ describe('URLs', () => {
     expect(r.keys.string('echo /pt?apikey=sk-QUERYSECRET-zzzz&x=1')).toBe('echo /pt?apikey=[redacted]&x=1');
   });
 
+  it("the Basic credential Node sends for the URL's userinfo is scrubbed from relayed bodies", () => {
+    const r = upstreamRedaction('http://us%40er:p%3Ass@127.0.0.1:9/v1/messages', undefined, {});
+    const basic = Buffer.from('us@er:p:ss').toString('base64');
+    expect(r.keys.string(`got Basic ${basic} and ${basic}`)).toBe('got [redacted] and [redacted]');
+  });
+
   it('urlSecrets names host:port, userinfo and query values', () => {
     expect(urlSecrets(url)).toEqual(expect.arrayContaining(['127.0.0.1:9999', 'user-x', 'pass-x', 'tok-secret']));
   });

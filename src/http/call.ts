@@ -36,6 +36,12 @@ export interface UpstreamRequest {
   /** Longest silence between body chunks while the reader has demand (default 0 = off). Signals `TimeoutError('idle')`. */
   idleTimeoutMs?: number | undefined;
   /**
+   * `true`: a streamed body's chunks are not timed here, its reader times its events by
+   * `idleTimeoutMs` itself (the gateway's relays: comments and blank lines are bytes but no
+   * progress). Error and whole bodies are still timed by `idleTimeoutMs`.
+   */
+  idleTimedByEvents?: boolean | undefined;
+  /**
    * Called after each read of the response body's socket was handed to the response, before any
    * consumer asked for it: where bytes enter userland, e.g. to record a budget's peak.
    */
@@ -260,7 +266,7 @@ export class UpstreamCall implements SizedReadCall {
     let body = fromReadable<Buffer>(source, { onCancel: () => this.release(), parked: this.parked }).pipe(
       operator<Buffer, Buffer>((actual, context) => new BodySubscriber(actual, context, this)),
     );
-    if ((this.request.idleTimeoutMs ?? 0) > 0) body = body.pipe(idleTimeout<Buffer>(this.request.idleTimeoutMs as number, timerScheduler));
+    if ((this.request.idleTimeoutMs ?? 0) > 0 && this.request.idleTimedByEvents !== true) body = body.pipe(idleTimeout<Buffer>(this.request.idleTimeoutMs as number, timerScheduler));
     return body;
   }
 

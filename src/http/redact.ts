@@ -96,7 +96,12 @@ export function urlSecrets(url: string): string[] {
   return [url, u.href, u.origin, u.host, u.hostname, ...urlCredentials(url)].filter((s) => s.length > 0);
 }
 
-/** An upstream URL's user name, password and query values (each at least 4 characters; decoded and as written): secret even in logs. */
+/**
+ * An upstream URL's user name, password and query values (each at least 4 characters; decoded
+ * and as written), and the `Authorization: Basic …` value Node's HTTP client sends for its
+ * userinfo (an upstream may echo that header, e.g. on a route whose own key goes in
+ * `x-api-key`): secret even in logs.
+ */
 export function urlCredentials(url: string): string[] {
   let u: URL;
   try {
@@ -106,6 +111,13 @@ export function urlCredentials(url: string): string[] {
   }
   const out: string[] = [];
   for (const part of [u.username, u.password, decodeURIComponentSafe(u.username), decodeURIComponentSafe(u.password)]) if (part.length >= 4) out.push(part);
+  if (u.username !== '' || u.password !== '') {
+    // What `http.request` sends for `auth` (node-fetch passes the URL's userinfo, decoded, as `auth`).
+    for (const auth of new Set([`${decodeURIComponentSafe(u.username)}:${decodeURIComponentSafe(u.password)}`, `${u.username}:${u.password}`])) {
+      const token = Buffer.from(auth).toString('base64');
+      out.push(`Basic ${token}`, token);
+    }
+  }
   for (const [, value] of u.searchParams) if (value.length >= 4) out.push(value, encodeURIComponent(value));
   return out;
 }
