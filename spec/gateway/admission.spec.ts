@@ -1,6 +1,8 @@
 import http from 'node:http';
 import net from 'node:net';
 import { ConfigError, DEFAULT_LIMITS, parseConfig } from '../../src/gateway/config';
+import { AdmissionError, createAdmission } from '../../src/gateway/admission';
+import { GatewayMetrics } from '../../src/gateway/metrics';
 import { parsePrometheus, startTestGateway, type TestGateway } from './helpers';
 
 interface Answer {
@@ -167,6 +169,40 @@ describe('admission: gateway caps', () => {
     first.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
     await until(() => ok.includes('"ok"'));
     expect(ok).toMatch(/^HTTP\/1\.1 200 /);
+  });
+});
+
+describe('admission: without a per-client limit', () => {
+  /** A request whose socket fails the test if its peer address is read. */
+  const unreadRequest = (headers: http.IncomingHttpHeaders = {}): http.IncomingMessage => {
+    const socket = {};
+    Object.defineProperty(socket, 'remoteAddress', { get: () => { throw new Error('the peer address was read'); } });
+    return { headers, socket } as unknown as http.IncomingMessage;
+  };
+
+  it('counts streams without keying their clients, each release once', () => {
+    const admission = createAdmission({ ...DEFAULT_LIMITS, maxStreams: 2, maxStreamsPerClient: 0 }, new GatewayMetrics());
+    const a = admission.admitStream(unreadRequest());
+    const b = admission.admitStream(unreadRequest({ authorization: 'Bearer k' }));
+    expect(typeof a).toBe('function');
+    expect(typeof b).toBe('function');
+    expect(admission.streams).toBe(2);
+    const over = admission.admitStream(unreadRequest());
+    expect(over).toBeInstanceOf(AdmissionError);
+    expect((over as AdmissionError).reason).toBe('streams');
+    (a as () => void)();
+    (a as () => void)();
+    expect(admission.streams).toBe(1);
+    expect(typeof admission.admitStream(unreadRequest())).toBe('function');
+    expect(admission.streams).toBe(2);
+  });
+
+  it('keys clients by their peer address once the limit is on', () => {
+    const admission = createAdmission({ ...DEFAULT_LIMITS, maxStreamsPerClient: 1 }, new GatewayMetrics());
+    const req = (address: string): http.IncomingMessage => ({ headers: {}, socket: { remoteAddress: address } }) as unknown as http.IncomingMessage;
+    expect(typeof admission.admitStream(req('10.0.0.1'))).toBe('function');
+    expect((admission.admitStream(req('10.0.0.1')) as AdmissionError).reason).toBe('client_streams');
+    expect(typeof admission.admitStream(req('10.0.0.2'))).toBe('function');
   });
 });
 

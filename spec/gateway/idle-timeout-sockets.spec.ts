@@ -53,9 +53,35 @@ describe('lazy idle timeout on real sockets', () => {
       timeouts: { idleMs: IDLE_MS, totalMs: 0 },
       policy: { maxBufferedBytes: 64 * 1024, overflow: 'pause', stallTimeoutMs: 0, relay },
     });
-    ({ gw, logs } = await testGateway(up.url, [route('/bytes', 'bytes'), route('/events', 'events'), { ...route('/big-bytes', 'bytes'), url: `${up.url}/big` }, { ...route('/big-events', 'events'), url: `${up.url}/big` }], { heartbeatMs: 0 }));
+    const at = (path: string, relay: string, upstreamPath: string): Record<string, unknown> => ({ ...route(path, relay), url: `${up.url}${upstreamPath}` });
+    ({ gw, logs } = await testGateway(
+      up.url,
+      [
+        route('/bytes', 'bytes'),
+        route('/events', 'events'),
+        at('/big-bytes', 'bytes', '/big'),
+        at('/big-events', 'events', '/big'),
+        ...['bytes', 'events'].flatMap((relay) => [at(`/chatter-${relay}`, relay, '/chatter'), at(`/only-chatter-${relay}`, relay, '/only-chatter'), at(`/slow-${relay}`, relay, '/slow')]),
+      ],
+      { heartbeatMs: 0 },
+    ));
     // 16 MB at once (more than the loopback socket buffers hold), a 100 ms pause, the end.
     up.scripts.set('/big', () => [...Array.from({ length: 64 }, () => BIG_CHUNK), 100]);
+    // Comments and blank lines every 50 ms, until the gateway (or the test) closes it: bytes, never an event.
+    const chatter = (res: http.ServerResponse, first: string): void => {
+      res.writeHead(200, SSE_HEAD);
+      res.write(first);
+      const t = setInterval(() => res.write(': keep-alive\n\n\n\n'), 50);
+      open.add(res);
+      res.on('close', () => {
+        clearInterval(t);
+        open.delete(res);
+      });
+    };
+    up.scripts.set('/chatter', (_req, res) => chatter(res, 'data: 1\n\ndata: 2\n\ndata: 3\n\n'));
+    up.scripts.set('/only-chatter', (_req, res) => chatter(res, ': hello\n\n'));
+    // An event every IDLE_MS / 2 with comments between them, 8 events in all: slow, but never idle.
+    up.scripts.set('/slow', () => Array.from({ length: 8 }, (_, i) => [': thinking\n\n', IDLE_MS / 4, `data: ${i}\n\n`, IDLE_MS / 4]).flat());
     // Three events, then silence until the test ends it (no timer on the upstream's side).
     up.scripts.set('/silent', (_req, res) => {
       res.writeHead(200, SSE_HEAD);
@@ -88,6 +114,37 @@ describe('lazy idle timeout on real sockets', () => {
     expect(took).toBeGreaterThanOrEqual(IDLE_MS);
     expect(client.body()).toContain('data: 3\n\n');
     expect(operatorTimers.size).toBe(0);
+  });
+
+  it.each(['bytes', 'events'])('%s relay: an upstream sending only comments and blank lines past idleMs ends with TimeoutError(idle)', async (relay) => {
+    for (const [path, events] of [[`/chatter-${relay}`, 'data: 3\n\n'], [`/only-chatter-${relay}`, undefined]] as const) {
+      const before = logs.streams().length;
+      operatorTimers.clear();
+      const started = Date.now();
+      const client = await RawClient.request(gw.port, path);
+      clients.push(client);
+      client.readAll();
+      expect(await client.waitClosed(5000)).toBe(true);
+      const took = Date.now() - started;
+      await waitFor(() => logs.streams().length > before, 2000);
+      expect(logs.streams()[before]).toMatchObject({ outcome: 'timeout', timeoutKind: 'idle' });
+      expect(took).toBeGreaterThanOrEqual(IDLE_MS);
+      expect(took).toBeLessThan(IDLE_MS + 2000);
+      if (events !== undefined) expect(client.body()).toContain(events);
+      expect(client.body()).toContain('idle timeout after 400 ms');
+      expect(operatorTimers.size).toBe(0);
+    }
+  });
+
+  it.each(['bytes', 'events'])('%s relay: events closer than idleMs keep a stream longer than idleMs alive, comments between them or not', async (relay) => {
+    const before = logs.streams().length;
+    const client = await RawClient.request(gw.port, `/slow-${relay}`);
+    clients.push(client);
+    client.readAll();
+    expect(await client.waitClosed(10_000)).toBe(true);
+    await waitFor(() => logs.streams().length > before, 2000);
+    expect((logs.streams()[before] as Record<string, unknown>).outcome).toBe('completed');
+    expect(client.body()).toContain('data: 7\n\n');
   });
 
   it('a client cancelling while the idle deadline is armed leaves no timer behind', async () => {

@@ -240,3 +240,12 @@ describe("Node's HTTP server internals the gateway relies on", () => {
     }
   });
 });
+
+describe('upstreamAgent', () => {
+  it('picks the same agent for a URL string, unparsed, as for the parsed URL', () => {
+    for (const url of ['http://127.0.0.1:8080/v1', 'https://api.example/v1', 'HTTPS://API.EXAMPLE/', ' https://api.example/', 'Http://a/']) {
+      expect(upstreamAgent(url)).toBe(upstreamAgent(new URL(url)));
+    }
+    expect(upstreamAgent('https://a/')).not.toBe(upstreamAgent('http://a/'));
+  });
+});

@@ -86,3 +86,17 @@ describe('responsesNeedsDecode', () => {
     expect(responsesNeedsDecode(Buffer.from(': keep-alive\n\n'), { sequence: -1 })).toBe(false);
   });
 });
+
+describe('responsesAdapter.forStream', () => {
+  it('gives a stream every field of the shared adapter, with its own stateful ones', () => {
+    const stream = responsesAdapter.forStream?.() as typeof responsesAdapter;
+    for (const key of Object.keys(responsesAdapter) as (keyof typeof responsesAdapter)[]) {
+      if (key === 'decoder' || key === 'formatError') expect(typeof stream[key]).toBe('function');
+      else expect(stream[key]).toBe(responsesAdapter[key]);
+    }
+    expect(typeof stream.observe).toBe('function');
+    expect(typeof stream.needsDecode).toBe('function');
+    // Two streams of the same route share one object shape (an object literal, not a spread).
+    expect(Object.keys(responsesAdapter.forStream?.() as object)).toEqual(Object.keys(stream));
+  });
+});

@@ -73,7 +73,8 @@ export const CLOSE_LINGER_BYTES = 4 * 1024 * 1024;
 /**
  * Admission control, as nginx's `limit_conn` and Envoy's overload manager do it: caps on open
  * connections, on concurrent streams and on concurrent streams per client, each refused in the
- * client's protocol with `Retry-After`. A client is keyed by {@link clientKeyOf}.
+ * client's protocol with `Retry-After`. A client is keyed by {@link clientKeyOf}, only while
+ * `maxStreamsPerClient` is on.
  *
  * The counts live in this object: one per gateway app. A slot is held from admission (before
  * the body is read) until the stream's release, so bodies in flight count too.
@@ -111,9 +112,20 @@ export function createAdmission(limits: AdmissionLimits, metrics: GatewayMetrics
       if (limits.maxStreams > 0 && streams >= limits.maxStreams) {
         return new AdmissionError('ERR_TIDEGATE_OVER_CAPACITY', `the gateway holds its ${limits.maxStreams} streams; retry later`, 503, 'streams', retryAfter);
       }
+      // Without a per-client limit no client is keyed: its peer address costs a getpeername()
+      // syscall, a credential a SHA-256.
+      if (!(limits.maxStreamsPerClient > 0)) {
+        streams++;
+        let released = false;
+        return () => {
+          if (released) return;
+          released = true;
+          streams--;
+        };
+      }
       const key = clientKeyOf(req, limits.clientAddressHeader);
       const held = perClient.get(key) ?? 0;
-      if (limits.maxStreamsPerClient > 0 && held >= limits.maxStreamsPerClient) {
+      if (held >= limits.maxStreamsPerClient) {
         return new AdmissionError('ERR_TIDEGATE_CLIENT_LIMIT', `this client holds its limit of ${limits.maxStreamsPerClient} concurrent stream${limits.maxStreamsPerClient === 1 ? '' : 's'}; retry when one ends`, 429, 'client_streams', retryAfter);
       }
       streams++;

@@ -36,6 +36,12 @@ export interface UpstreamRequest {
   /** Longest silence between body chunks while the reader has demand (default 0 = off). Signals `TimeoutError('idle')`. */
   idleTimeoutMs?: number | undefined;
   /**
+   * `true`: a streamed body's chunks are not timed here, its reader times its events by
+   * `idleTimeoutMs` itself (the gateway's relays: comments and blank lines are bytes but no
+   * progress). Error and whole bodies are still timed by `idleTimeoutMs`.
+   */
+  idleTimedByEvents?: boolean | undefined;
+  /**
    * Called after each read of the response body's socket was handed to the response, before any
    * consumer asked for it: where bytes enter userland, e.g. to record a budget's peak.
    */
@@ -135,12 +141,13 @@ export class UpstreamCall implements SizedReadCall {
 
   async send(headers: Record<string, string>): Promise<Response> {
     const { request } = this;
-    const url = new URL(request.url);
+    const url = request.url;
     try {
+      checkUrl(url);
       const pending = withClientRequest(this.attach, () =>
         fetch(url, {
           method: request.method ?? 'POST',
-          headers: { ...headers, 'accept-encoding': 'identity', ...request.headers },
+          headers: callHeaders(headers, request.headers),
           body: request.body,
           agent: callAgent(url, request.agent),
           // We ask for identity (explicit header kept by node-fetch); an upstream that compresses
@@ -267,7 +274,7 @@ export class UpstreamCall implements SizedReadCall {
     let body = fromReadable<Buffer>(source, { onCancel: () => this.release(), parked: this.parked }).pipe(
       operator<Buffer, Buffer>((actual, context) => new BodySubscriber(actual, context, this)),
     );
-    if ((this.request.idleTimeoutMs ?? 0) > 0) body = body.pipe(idleTimeout<Buffer>(this.request.idleTimeoutMs as number, timerScheduler));
+    if ((this.request.idleTimeoutMs ?? 0) > 0 && this.request.idleTimedByEvents !== true) body = body.pipe(idleTimeout<Buffer>(this.request.idleTimeoutMs as number, timerScheduler));
     return body;
   }
 
@@ -401,6 +408,40 @@ class BodySubscriber extends OperatorSubscriber<Buffer, Buffer> {
     super.cancel(); // detaches the body's listeners first, then its onCancel aborts the request
     this.call.release();
   }
+}
+
+/**
+ * `{ ...headers, 'accept-encoding': 'identity', ...own }`, copied key by key: V8 builds an object
+ * literal with a spread followed by more properties on its slow path (about 5 µs per call).
+ */
+function callHeaders(headers: Record<string, string>, own: Record<string, string> | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const key of Object.keys(headers)) define(out, key, headers[key] as string);
+  out['accept-encoding'] = 'identity';
+  if (own !== undefined) for (const key of Object.keys(own)) define(out, key, own[key] as string);
+  return out;
+}
+
+/** `out[key] = value` as a spread defines it (a `__proto__` key is an own property, not the prototype). */
+function define(out: Record<string, string>, key: string, value: string): void {
+  if (key === '__proto__') Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
+  else out[key] = value;
+}
+
+/** URLs {@link checkUrl} found valid; cleared when full (a passthrough route's URLs carry each client's query). */
+const validUrls = new Set<string>();
+const MAX_VALID_URLS = 256;
+
+/**
+ * Throws as `new URL(url)` does for an invalid one (before node-fetch sees it, with the URL
+ * parser's error). node-fetch parses the URL itself, twice, and the agent is picked by its
+ * scheme: a URL already checked is not parsed a third time.
+ */
+function checkUrl(url: string): void {
+  if (validUrls.has(url)) return;
+  new URL(url);
+  if (validUrls.size >= MAX_VALID_URLS) validUrls.clear();
+  validUrls.add(url);
 }
 
 /** A status node-fetch follows as a redirect. */

@@ -228,9 +228,13 @@ export function bodyIsResponse(res: http.IncomingMessage): void {
   };
 }
 
-/** Picks the keep-alive agent for a URL. */
-export function upstreamAgent(url: URL): http.Agent {
-  return url.protocol === 'https:' ? agents.https : agents.http;
+/** An absolute URL whose scheme is `https` (any case, after the C0 controls and spaces the URL parser strips). */
+const HTTPS_URL = /^[\x00-\x20]*https:/i;
+
+/** Picks the keep-alive agent for a URL (a string is not parsed: its scheme decides). */
+export function upstreamAgent(url: URL | string): http.Agent {
+  const https = typeof url === 'string' ? HTTPS_URL.test(url) : url.protocol === 'https:';
+  return https ? agents.https : agents.http;
 }
 
 /** Hooked views of callers' own agents, one per agent. */
@@ -245,7 +249,7 @@ const views = new WeakMap<http.Agent, http.Agent>();
  * Relies on `ClientRequest` calling nothing of its agent but `addRequest` and reading a few
  * properties (`defaultPort`, `protocol`, `keepAlive`, `maxSockets`), which the view inherits.
  */
-export function callAgent(url: URL, agent?: http.Agent): http.Agent {
+export function callAgent(url: URL | string, agent?: http.Agent): http.Agent {
   if (agent === undefined) return upstreamAgent(url);
   let view = views.get(agent);
   if (view === undefined) {

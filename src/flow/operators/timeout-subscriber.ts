@@ -38,12 +38,17 @@ export abstract class TimeoutSubscriber<T> extends OperatorSubscriber<T, T> {
     return !Number.isNaN(this.deadline);
   }
 
-  /** Starts the deadline (restarting it when already armed). `Infinity` never arms. */
-  protected arm(): void {
+  /** Starts the deadline `ms` from now (restarting it when already armed). `Infinity` never arms. */
+  protected arm(ms = this.timeoutMs): void {
     if (this.done || this.cancelled || this.timeoutMs === Infinity) return;
     const now = this.scheduler.now();
-    this.deadline = now + this.timeoutMs;
-    if (this.timer === undefined) this.schedule(this.timeoutMs);
+    this.deadline = now + ms;
+    if (this.timer === undefined) this.schedule(ms);
+  }
+
+  /** Time left before the armed deadline, ms (`NaN` when disarmed). */
+  protected left(): number {
+    return this.deadline - this.scheduler.now();
   }
 
   /** Forgets the deadline; the scheduled action, if any, finds none and stops. */

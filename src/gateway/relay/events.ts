@@ -12,6 +12,7 @@ import { ReadAdmission } from './read-admission';
 import { openResumableStream } from './resumable';
 import { upstreamOutcome } from './outcome';
 import { withoutLastEventId } from './upstream-call';
+import { EventIdle, frameHasEvent } from './event-idle';
 
 /**
  * The upstream call as a stream holds it: its body, its unread bytes and read sizing, and the
@@ -45,10 +46,12 @@ export async function openStream(stream: StreamContext, request: UpstreamRequest
     request.readBytes = admission.readBytes;
     request.bodyReleased = admission.bodyReleased;
   }
+  // Timed by events, not bytes (`idleTimedByEvents`): an upstream that sends only comments makes no progress.
+  const idleMs = request.idleTimeoutMs ?? 0;
   const reader = held(await openRelayed(stream, request));
   const settled: RelayPlan = settlePlan(plan, reader, stream.env.route, stream.res);
-  if (settled.kind === 'bytes') return { events: byteRelayEvents(reader, settled, admission as ReadAdmission, stream), plan: settled, admission, reader };
-  return { events: eventRelayEvents(reader, settled, stream), plan: settled, reader };
+  if (settled.kind === 'bytes') return { events: byteRelayEvents(reader, settled, admission as ReadAdmission, stream, idleMs), plan: settled, admission, reader };
+  return { events: eventRelayEvents(reader, settled, stream, idleMs), plan: settled, reader };
 }
 
 /** What a stream keeps of its upstream call for its whole life (see {@link HeldUpstream}). */
@@ -71,13 +74,13 @@ function openRelayed(stream: StreamContext, request: UpstreamRequest): Promise<U
  * budget counts every userland byte: the reader's unread bytes, the frames waiting in
  * `sseFrames`, and the bridge.
  */
-function byteRelayEvents(upstream: HeldUpstream, plan: BytesPlan, admission: ReadAdmission, stream: StreamContext): Flow<GatewayEvent> {
+function byteRelayEvents(upstream: HeldUpstream, plan: BytesPlan, admission: ReadAdmission, stream: StreamContext, idleMs: number): Flow<GatewayEvent> {
   admission.admit(upstream);
-  return upstream.body.pipe(
-    admission.gate(),
-    sseFrames({ maxEventBytes: plan.maxEventBytes, maxFrameBytes: plan.frameBytes, queued: admission.queued }),
-    adaptFrames(stream.adapter),
-  );
+  const frames = { maxEventBytes: plan.maxEventBytes, maxFrameBytes: plan.frameBytes, queued: admission.queued };
+  if (idleMs === 0) return upstream.body.pipe(admission.gate(), sseFrames(frames), adaptFrames(stream.adapter));
+  // A frame of comments only is relayed but is no event: it does not move the idle deadline.
+  const idle = new EventIdle(idleMs, frameHasEvent);
+  return upstream.body.pipe(idle.bytes(), admission.gate(), sseFrames(frames), idle.events(), adaptFrames(stream.adapter));
 }
 
 /**
@@ -85,9 +88,13 @@ function byteRelayEvents(upstream: HeldUpstream, plan: BytesPlan, admission: Rea
  * budget covers the chain and the bridge (count-based demand cannot keep room for the upstream
  * reader); the reader's ≤ 20 KiB and the parser's one read come on top.
  */
-function eventRelayEvents(upstream: HeldUpstream, plan: EventsPlan, stream: StreamContext): Flow<GatewayEvent> {
+function eventRelayEvents(upstream: HeldUpstream, plan: EventsPlan, stream: StreamContext, idleMs: number): Flow<GatewayEvent> {
   const { maxEventBytes } = plan;
-  return upstream.body.pipe(sseDecode({ maxEventBytes, maxLineBytes: maxEventBytes }), adaptProvider(stream.adapter));
+  const decode = sseDecode({ maxEventBytes, maxLineBytes: maxEventBytes });
+  if (idleMs === 0) return upstream.body.pipe(decode, adaptProvider(stream.adapter));
+  // The parser dispatches events only: comments and blank lines never reach the deadline.
+  const idle = new EventIdle(idleMs);
+  return upstream.body.pipe(idle.bytes(), decode, idle.events(), adaptProvider(stream.adapter));
 }
 
 /**

@@ -42,6 +42,8 @@ export function upstreamRequest(req: Request, route: ResolvedRoute & { url: stri
     connectTimeoutMs: route.timeouts.connectMs,
     firstByteTimeoutMs: route.timeouts.firstByteMs,
     idleTimeoutMs: route.timeouts.idleMs,
+    // A stream's relay times its events (relay/event-idle.ts), not the body's chunks.
+    idleTimedByEvents: ask.streaming,
     maxBodyBytes: route.maxBodyBytes,
     route: route.path,
     followRedirects: route.followRedirects,

@@ -1,0 +1,137 @@
+import type { FlowOperator } from '../../flow/flow';
+import { addDemand } from '../../flow/demand';
+import { OperatorSubscriber, operator } from '../../flow/operators/operator-subscriber';
+import { TimeoutSubscriber } from '../../flow/operators/timeout-subscriber';
+import { timerScheduler } from '../../flow/timer-scheduler';
+import type { FlowContext, Subscriber } from '../../flow/types';
+import type { SseFrame } from '../../sse';
+
+/**
+ * A streaming relay's upstream idle deadline (`timeouts.idleMs`): from the first body byte on,
+ * the upstream must complete an event within `ms` of the previous one. Only the time the relay
+ * waits on the upstream counts: while events are asked for and the body is asked for bytes (a
+ * client that stops reading, or a full budget, pauses the clock; it runs on with what was left
+ * once the relay reads again). Comments (an upstream's `: keep-alive`), blank lines and
+ * `retry:`-only blocks are bytes but not events: they do not move the deadline, so an upstream
+ * that keeps its connection alive while its model produces nothing still ends with
+ * `TimeoutError('idle', ms)`.
+ *
+ * Two operators share one deadline: {@link EventIdle.bytes} on the upstream body (its first
+ * chunk starts the clock, before it the first-byte deadline rules; it sees what the body is
+ * asked for) and {@link EventIdle.events} after the frame cutter or the parser, whose elements
+ * are timed.
+ */
+export class EventIdle {
+  /** Set by the first body chunk. */
+  started = false;
+  /** Chunks the body is asked for and has not sent yet. */
+  bodyAsked = 0;
+  private deadline: EventIdleSubscriber<unknown> | undefined;
+
+  /**
+   * @param ms the longest wait for an event, ms (> 0).
+   * @param isEvent whether an element holds an event (default: every element does).
+   */
+  constructor(
+    readonly ms: number,
+    readonly isEvent?: (value: unknown) => boolean,
+  ) {}
+
+  /** Passes the body through, watching what it is asked for; its first chunk starts the deadline. */
+  bytes<T>(): FlowOperator<T, T> {
+    return operator<T, T>((actual, context) => new BodySubscriber<T>(actual, context, this));
+  }
+
+  /** Passes events (or frames) through, failing with `TimeoutError('idle', ms)` when none completes in time. */
+  events<T>(): FlowOperator<T, T> {
+    return operator<T, T>((actual, context) => {
+      const s = new EventIdleSubscriber<T>(actual, context, this);
+      this.deadline = s as EventIdleSubscriber<unknown>;
+      return s;
+    });
+  }
+
+  /** @internal The body was asked for chunks, or sent one: the clock may start or stop. */
+  update(): void {
+    this.deadline?.update();
+  }
+}
+
+/** Whether a byte relay's frame holds an event: a `data` line (frames are LF-only). */
+export function frameHasEvent(frame: unknown): boolean {
+  const bytes = (frame as SseFrame).bytes;
+  return (bytes[0] === 0x64 && bytes[1] === 0x61 && bytes[2] === 0x74 && bytes[3] === 0x61) || bytes.indexOf(DATA_LINE) !== -1;
+}
+
+const DATA_LINE = Buffer.from('\ndata');
+
+class BodySubscriber<T> extends OperatorSubscriber<T, T> {
+  constructor(
+    actual: Subscriber<T>,
+    context: FlowContext,
+    private readonly idle: EventIdle,
+  ) {
+    super(actual, context);
+  }
+
+  onNext(value: T): void {
+    const idle = this.idle;
+    idle.started = true;
+    if (idle.bodyAsked !== Infinity && idle.bodyAsked > 0) idle.bodyAsked--;
+    idle.update();
+    this.actual.onNext(value);
+  }
+
+  override request(n: number): void {
+    this.idle.bodyAsked = addDemand(this.idle.bodyAsked, n);
+    this.idle.update();
+    this.upstream.request(n);
+  }
+}
+
+class EventIdleSubscriber<T> extends TimeoutSubscriber<T> {
+  private outstanding = 0;
+  /** What is left of the wait for the next event while the clock is paused, ms. */
+  private remaining: number;
+
+  constructor(
+    actual: Subscriber<T>,
+    context: FlowContext,
+    private readonly idle: EventIdle,
+  ) {
+    super(actual, context, 'idle', idle.ms, timerScheduler);
+    this.remaining = idle.ms;
+  }
+
+  /** Runs the clock while the relay waits on the upstream, pauses it otherwise. */
+  update(): void {
+    const waiting = this.outstanding > 0 && this.idle.started && this.idle.bodyAsked > 0;
+    if (waiting === this.armed) return;
+    if (waiting) this.arm(this.remaining);
+    else {
+      this.remaining = Math.max(0, this.left());
+      this.disarm();
+    }
+  }
+
+  onNext(value: T): void {
+    if (this.done) {
+      this.discard(value);
+      return;
+    }
+    const isEvent = this.idle.isEvent;
+    if (isEvent === undefined || isEvent(value)) {
+      this.remaining = this.timeoutMs;
+      if (this.armed) this.arm();
+    }
+    if (this.outstanding !== Infinity && this.outstanding > 0) this.outstanding--;
+    this.update();
+    this.actual.onNext(value);
+  }
+
+  override request(n: number): void {
+    this.outstanding = addDemand(this.outstanding, n);
+    this.update();
+    this.upstream.request(n);
+  }
+}
