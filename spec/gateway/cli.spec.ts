@@ -1,6 +1,6 @@
 import net from 'node:net';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createGatewayApp } from '../../src/gateway/app';
@@ -79,6 +79,39 @@ describe('tidegate CLI: graceful shutdown', () => {
     const cli = run([]);
     children.push(cli.child);
     await listening(cli);
+    cli.child.kill('SIGTERM');
+    expect(await cli.exit).toBe(0);
+  });
+});
+
+describe('tidegate CLI: startup line', () => {
+  /** The plain-text line the CLI prints once it listens. */
+  async function startupLine(cli: Cli): Promise<string> {
+    await listening(cli);
+    return cli
+      .stdout()
+      .split('\n')
+      .find((l) => l.startsWith('tidegate listening on')) as string;
+  }
+
+  it("is the line README's quick start says it prints, on the port it listens on", async () => {
+    const readme = readFileSync(path.join(__dirname, '../../README.md'), 'utf8');
+    const quoted = /Once it prints\s+`([^`]+)`/.exec(readme)?.[1];
+    expect(quoted).toBe('tidegate listening on http://127.0.0.1:8080 (upstream: embedded simulator)');
+    const cli = run([]);
+    children.push(cli.child);
+    const line = await startupLine(cli);
+    const port = /:(\d+) /.exec(line)?.[1];
+    expect(line).toBe((quoted as string).replace(':8080', `:${port}`));
+    cli.child.kill('SIGTERM');
+    expect(await cli.exit).toBe(0);
+  });
+
+  it('names a configured upstream without its userinfo or query values', async () => {
+    const cli = run(['--upstream', 'http://user-x:pass-x@127.0.0.1:9/v1?key=secret-x']);
+    children.push(cli.child);
+    const line = await startupLine(cli);
+    expect(line).toMatch(/^tidegate listening on http:\/\/127\.0\.0\.1:\d+ \(upstream: http:\/\/redacted:redacted@127\.0\.0\.1:9\/v1\?key=\[redacted\]\)$/);
     cli.child.kill('SIGTERM');
     expect(await cli.exit).toBe(0);
   });

@@ -71,8 +71,10 @@ async function main(): Promise<void> {
   });
   const logger = createLogger();
   const gateway = await startGateway(config, { logger });
-  // Userinfo and query values of the upstream URL are credentials: never printed.
-  process.stdout.write(`tidegate listening on ${gateway.url} (upstream: ${redactUrl(gateway.upstreamUrl)})\n`);
+  // The one plain-text line (README's quick start quotes it). Userinfo and query values of the
+  // upstream URL are credentials: never printed.
+  const upstream = gateway.simulator === undefined ? redactUrl(gateway.upstreamUrl) : 'embedded simulator';
+  process.stdout.write(`tidegate listening on ${gateway.url} (upstream: ${upstream})\n`);
   let signals = 0;
   const stop = (signal: NodeJS.Signals): void => {
     if (++signals > 1) process.exit(1); // a second signal: stop now

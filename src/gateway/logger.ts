@@ -40,8 +40,8 @@ const ignore = (): void => undefined;
 /**
  * winston's `json()` format (keys sorted, as its `safe-stable-stringify` writes them), with a
  * faster way for the common entry whose values are all strings, numbers, booleans, `null` or
- * `undefined` (the per-stream line): each key and value through `JSON.stringify`, which writes
- * them as `safe-stable-stringify` does. Any other value (an object, an array, a `BigInt`)
+ * `undefined` (the per-stream line): each key and string through `JSON.stringify` (numbers,
+ * booleans and `null` as it writes them), as `safe-stable-stringify` does. Any other value (an object, an array, a `BigInt`)
  * takes winston's own format.
  */
 export function jsonLine(): winston.Logform.Format {
@@ -53,13 +53,28 @@ export function jsonLine(): winston.Logform.Format {
     for (const key of keys) {
       const value = entry[key];
       if (value === undefined) continue;
-      const type = typeof value;
-      if (type !== 'string' && type !== 'number' && type !== 'boolean' && value !== null) return json.transform(info, json.options);
-      line += `${line.length > 1 ? ',' : ''}${JSON.stringify(key)}:${JSON.stringify(value)}`;
+      let text: string;
+      if (typeof value === 'string') text = JSON.stringify(value);
+      else if (typeof value === 'number') text = Number.isFinite(value) ? String(value) : 'null';
+      else if (typeof value === 'boolean' || value === null) text = String(value);
+      else return json.transform(info, json.options);
+      line += (line.length > 1 ? ',' : '') + quotedKey(key) + text;
     }
     entry[MESSAGE] = `${line}}`;
     return info;
   })();
+}
+
+/** `"key":` of the keys lines use, each quoted once (a line has about twenty, the same on every line). */
+const quotedKeys = new Map<string, string>();
+const MAX_QUOTED_KEYS = 1024;
+function quotedKey(key: string): string {
+  let quoted = quotedKeys.get(key);
+  if (quoted === undefined) {
+    quoted = `${JSON.stringify(key)}:`;
+    if (quotedKeys.size < MAX_QUOTED_KEYS) quotedKeys.set(key, quoted);
+  }
+  return quoted;
 }
 
 /**
