@@ -12,16 +12,23 @@ const CHUNK = (text: string): string =>
 type Step = (req: http.IncomingMessage, res: http.ServerResponse) => void;
 
 /** An upstream that plays `steps` in order, one per request, and counts requests. */
-async function scriptedUpstream(steps: Step[]): Promise<{ url: string; requests: () => number; close(): Promise<void> }> {
+async function scriptedUpstream(steps: Step[]): Promise<{ url: string; requests: () => number; seen: { body: string; authorization: string | undefined }[]; close(): Promise<void> }> {
   let n = 0;
+  const seen: { body: string; authorization: string | undefined }[] = [];
   const server = http.createServer((req, res) => {
-    req.resume();
-    req.on('end', () => (steps[Math.min(n++, steps.length - 1)] as Step)(req, res));
+    let body = '';
+    req.setEncoding('utf8');
+    req.on('data', (c: string) => (body += c));
+    req.on('end', () => {
+      seen.push({ body, authorization: req.headers.authorization });
+      (steps[Math.min(n++, steps.length - 1)] as Step)(req, res);
+    });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     requests: () => n,
+    seen,
     close: () =>
       new Promise<void>((r) => {
         server.closeAllConnections();
@@ -42,7 +49,7 @@ const stream = (texts: string[], end: 'done' | 'reset'): Step => (_req, res) => 
 };
 
 async function gatewayFor(upstreamUrl: string, logs: CaptureTransport): Promise<RunningGateway> {
-  const config = parseConfig({ port: 0, upstream: { url: upstreamUrl }, retry: { baseDelayMs: 10 }, routes: [{ path: '/v1/chat/completions', provider: 'openai' }] });
+  const config = parseConfig({ port: 0, upstream: { url: upstreamUrl, apiKey: 'sk-upstream' }, retry: { baseDelayMs: 10 }, routes: [{ path: '/v1/chat/completions', provider: 'openai' }] });
   return startGateway(config, { logger: createLogger({ transports: [logs] }) });
 }
 
@@ -61,13 +68,24 @@ describe('gateway retries', () => {
     for (const c of closers.splice(0).reverse()) await c();
   });
 
-  async function setup(steps: Step[]): Promise<{ gw: RunningGateway; requests: () => number; logs: CaptureTransport }> {
+  async function setup(steps: Step[]): Promise<{ gw: RunningGateway; requests: () => number; seen: { body: string; authorization: string | undefined }[]; logs: CaptureTransport }> {
     const up = await scriptedUpstream(steps);
     const logs = new CaptureTransport();
     const gw = await gatewayFor(up.url, logs);
     closers.push(up.close, () => gw.close());
-    return { gw, requests: up.requests, logs };
+    return { gw, requests: up.requests, seen: up.seen, logs };
   }
+
+  it('sends the same body and credential on every attempt, and still writes an error frame after the answer', async () => {
+    const { gw, seen } = await setup([json(503, { error: { message: 'busy' } }), json(503, { error: { message: 'busy' } }), stream(['a'], 'reset')]);
+    const res = await post(gw.url);
+    expect(res.status).toBe(200);
+    const sent = JSON.stringify({ model: 'm', stream: true, messages: [] });
+    expect(seen).toEqual([0, 1, 2].map(() => ({ body: sent, authorization: 'Bearer sk-upstream' })));
+    expect(res.body.startsWith(CHUNK('a'))).toBe(true);
+    expect(res.body).toContain('"error"');
+    expect(res.body).not.toContain('sk-upstream');
+  });
 
   it('retries a 429 once after its Retry-After and relays one clean stream', async () => {
     const { gw, requests } = await setup([json(429, { error: { message: 'slow down', type: 'requests', code: 'rate_limit_exceeded' } }, { 'retry-after': '1' }), stream(['a', 'b'], 'done')]);

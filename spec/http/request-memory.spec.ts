@@ -104,6 +104,31 @@ describe('openUpstreamStream memory', () => {
     subscriptions.push(stream.body.subscribeWithDemand({ next: () => {}, error: () => {} }));
   });
 
+  it("drops the response's header map once the body is handed out, still knowing its reads are sized and its headers", async () => {
+    const url = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'x-upstream': 'kept' });
+      res.write('data: a\n\n');
+    });
+    const stream = await openUpstreamStream({ url, method: 'GET', readBytes: () => 4096 });
+    const incoming = stream.response.body as unknown as http.IncomingMessage;
+    expect(Object.keys(incoming.headers)).toEqual([]);
+    expect(incoming.rawHeaders).toEqual([]);
+    // The head was read before: node-fetch's copy and the call's own view of the encoding.
+    expect(stream.response.headers.get('x-upstream')).toBe('kept');
+    expect(stream.readsSized()).toBe(true);
+    subscriptions.push(stream.body.subscribeWithDemand({ next: () => {}, error: () => {} }));
+  });
+
+  it('does not size the reads of a compressed body once its header map is dropped', async () => {
+    const url = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'content-encoding': 'gzip' });
+      res.write(zlib.gzipSync('data: zipped\n\n'));
+    });
+    const stream = await openUpstreamStream({ url, method: 'GET', readBytes: () => 4096 });
+    expect(stream.readsSized()).toBe(false);
+    subscriptions.push(stream.body.subscribeWithDemand({ next: () => {}, error: () => {} }));
+  });
+
   it('still decodes a gzip body', async () => {
     const url = await serve((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream', 'content-encoding': 'gzip' });

@@ -13,7 +13,7 @@ import type { FlowContext, Subscriber } from '../flow/types';
 import { readBounded } from './read-bounded';
 import { DEFAULT_MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES, networkError, UpstreamBodyTooLargeError } from './errors';
 import { bypassBodyCallbacks } from './body-bypass';
-import { bodyIsResponse, callAgent, CallSignal, dropSentHeaders, expectRedirect, readCallOf, releaseFetchListeners, setReadCall, withClientRequest, type SizedReadCall } from './node-hooks';
+import { bodyIsResponse, callAgent, CallSignal, dropReceivedHeaders, dropSentHeaders, expectRedirect, readCallOf, releaseFetchListeners, setReadCall, withClientRequest, type SizedReadCall } from './node-hooks';
 import { markListeners, type ListenerMark } from './listener-mark';
 
 /** Default time to first byte of the upstream body, ms: models think before they speak. */
@@ -103,6 +103,8 @@ export class UpstreamCall implements SizedReadCall {
   body: Readable | undefined;
   /** The final response, once it arrived. */
   private incoming: http.IncomingMessage | undefined;
+  /** The final response's body is not compressed (read from its head, which a streamed body does not keep). */
+  private identityBody = false;
   private firstByteTimer: NodeJS.Timeout | undefined;
   private connectTimer: NodeJS.Timeout | undefined;
   private released = false;
@@ -211,6 +213,8 @@ export class UpstreamCall implements SizedReadCall {
       return;
     }
     this.incoming = res;
+    const encoding = res.headers['content-encoding'];
+    this.identityBody = encoding === undefined || encoding === 'identity';
     bodyIsResponse(res);
     const socket = res.socket;
     if (socket === null) return;
@@ -240,8 +244,7 @@ export class UpstreamCall implements SizedReadCall {
   readsSized(): boolean {
     const { incoming } = this;
     if (this.request.readBytes === undefined || incoming === undefined || incoming.complete) return false;
-    const encoding = incoming.headers['content-encoding'];
-    return (encoding === undefined || encoding === 'identity') && readCallOf(incoming.socket) === this;
+    return this.identityBody && readCallOf(incoming.socket) === this;
   }
 
   /** The size of the next read of this call's socket: the request's `readBytes` of what the call holds unread. */
@@ -271,6 +274,9 @@ export class UpstreamCall implements SizedReadCall {
   streamBody(response: Response): Flow<Buffer> {
     const source = response.body as unknown as Readable;
     this.body = source;
+    // The head was read (node-fetch copied it into the response's `Headers`): a stream that lasts
+    // for minutes does not keep the upstream's header map too.
+    if (this.incoming !== undefined) dropReceivedHeaders(this.incoming);
     let body = fromReadable<Buffer>(source, { onCancel: () => this.release(), parked: this.parked }).pipe(
       operator<Buffer, Buffer>((actual, context) => new BodySubscriber(actual, context, this)),
     );

@@ -15,13 +15,14 @@
  * | `Socket#destroySoon` replaced | Node's HTTP server ends a `Connection: close` response's socket with `socket.destroySoon()` | a lingering close instead of a reset while a client still uploads |
  * | agent view (`callAgent`) | as the `addRequest` wrapper, on a caller's own agent | the same, without changing the caller's agent |
  * | request header map dropped ({@link dropSentHeaders}) | a `ClientRequest` keeps its headers under the `kOutHeaders` symbol; once `_header` is written Node reads them only for `getHeader()` and kin | a held stream keeps only its written head |
+ * | response header map dropped ({@link dropReceivedHeaders}) | an `IncomingMessage`'s `headers` (a setter over its cached map) and `rawHeaders` are read by Node only while the head is parsed | a held stream keeps no copy of the upstream's head |
  * | node-fetch's listeners dropped ({@link releaseFetchListeners}) | node-fetch 2 keeps its `fetch()` scope (`Request`, headers, body, options) only through its listeners on the `ClientRequest`, the response and the signal | a held stream keeps none of its request's objects |
  *
  * The interface to the rest of the code: {@link upstreamAgent}, {@link callAgent}, {@link withClientRequest},
  * {@link expectRedirect}, {@link setReadCall} / {@link readCallOf}, {@link bodyIsResponse},
  * {@link setReadHook}, {@link readBeingParsed}, {@link muteBodyCallbacks}, {@link CallSignal},
  * {@link onServerClose}, {@link socketFd}, {@link acceptedBy}, {@link setUpstreamReceiveBytes},
- * {@link releaseFetchListeners}, {@link dropSentHeaders}, the read sizes.
+ * {@link releaseFetchListeners}, {@link dropSentHeaders}, {@link dropReceivedHeaders}, the read sizes.
  */
 import http from 'node:http';
 import https from 'node:https';
@@ -404,4 +405,16 @@ export function dropSentHeaders(req: http.ClientRequest): void {
   if (typeof (req as { _header?: unknown })._header !== 'string') return;
   if (kOutHeaders === undefined) kOutHeaders = Object.getOwnPropertySymbols(req).find((s) => s.description === 'kOutHeaders') ?? null;
   if (kOutHeaders !== null) (req as unknown as Record<symbol, unknown>)[kOutHeaders] = null;
+}
+
+const NO_HEADERS: http.IncomingHttpHeaders = Object.freeze(Object.create(null) as http.IncomingHttpHeaders);
+const NO_RAW_HEADERS: string[] = Object.freeze([]) as unknown as string[];
+/**
+ * Drops the header map and raw headers of a response whose head was read (by node-fetch, into its
+ * own `Headers`, and by the caller): `headers` and `rawHeaders` then read as empty. Trailers are
+ * kept apart (`trailers`, `rawTrailers`). ~500 B per held stream.
+ */
+export function dropReceivedHeaders(res: http.IncomingMessage): void {
+  res.headers = NO_HEADERS;
+  res.rawHeaders = NO_RAW_HEADERS;
 }

@@ -37,7 +37,11 @@ export interface OpenedStream {
  * response (an unsized reader may turn a small byte relay into an event relay).
  */
 export async function openStream(stream: StreamContext, request: UpstreamRequest, plan: StreamingPlan, budget: ByteBudget): Promise<OpenedStream> {
-  if (plan.kind === 'resumable') return { events: await resumableEvents(stream, request), plan };
+  if (plan.kind === 'resumable') {
+    const events = await resumableEvents(stream, request);
+    sent(request);
+    return { events, plan };
+  }
   let admission: ReadAdmission | undefined;
   if (plan.kind === 'bytes') {
     admission = new ReadAdmission(budget, stream.res);
@@ -49,9 +53,20 @@ export async function openStream(stream: StreamContext, request: UpstreamRequest
   // Timed by events, not bytes (`idleTimedByEvents`): an upstream that sends only comments makes no progress.
   const idleMs = request.idleTimeoutMs ?? 0;
   const reader = held(await openRelayed(stream, request));
+  sent(request);
   const settled: RelayPlan = settlePlan(plan, reader, stream.env.route, stream.res);
   if (settled.kind === 'bytes') return { events: byteRelayEvents(reader, settled, admission as ReadAdmission, stream, idleMs), plan: settled, admission, reader };
   return { events: eventRelayEvents(reader, settled, stream, idleMs), plan: settled, reader };
+}
+
+/**
+ * The upstream answered: no attempt sends `request` again (retries end at the status line, and a
+ * resumable stream's reconnects keep their own copy), so its body and headers go now rather than
+ * when the stream ends. The client's JSON body is read only to build them.
+ */
+function sent(request: UpstreamRequest): void {
+  request.body = undefined;
+  request.headers = undefined;
 }
 
 /** What a stream keeps of its upstream call for its whole life (see {@link HeldUpstream}). */

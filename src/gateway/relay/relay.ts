@@ -65,6 +65,9 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
 
     const budget = new ByteBudget(route.policy.maxBufferedBytes);
     const { events, ...opened } = await openStream(stream, request, plan, budget);
+    // The upstream call was built from the client's JSON body and sent: only a policy (given the
+    // request) may read it again.
+    if (options.policy === undefined) req.body = undefined;
     const flow = policyChain(events, {
       route,
       budget,
