@@ -158,3 +158,97 @@ describe('sized reads share one buffer across sockets', () => {
     expect(results[3]?.maxChunk).toBeLessThanOrEqual(UPSTREAM_READ_BYTES);
   }, 30_000);
 });
+
+/**
+ * A consumer that says it holds no view of the body chunks (`bodyReleased`) gets later reads'
+ * bodies in the buffer of a released chunk, of its own stream or another; a chunk still held is
+ * never written over.
+ */
+describe('released body chunks are reused', () => {
+  let server: Server;
+  const bodies = new Map<string, Buffer>();
+  const subscriptions: Subscription[] = [];
+
+  beforeAll(async () => {
+    server = await listen((req, res) => {
+      const body = bodies.get(req.url ?? '/');
+      if (body === undefined) return void res.writeHead(404).end();
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      // Large writes, so reads are as large as asked.
+      let at = 0;
+      const step = (): void => {
+        while (at < body.length) {
+          const ok = res.write(body.subarray(at, at + 256 * KIB));
+          at += 256 * KIB;
+          if (!ok) return void res.once('drain', step);
+        }
+        res.end();
+      };
+      step();
+    });
+  });
+  afterEach(() => {
+    for (const s of subscriptions.splice(0)) s.cancel();
+  });
+  afterAll(async () => {
+    await server.close();
+  });
+
+  /**
+   * Reads the whole body: each chunk is held for `holdTurns` turns of the event loop before it is
+   * hashed and let go (0: hashed at once); `bodyReleased` is true only while none is held.
+   */
+  async function readHolding(path: string, holdTurns: number): Promise<{ digest: string; large: number; buffers: Set<ArrayBufferLike> }> {
+    const hash = crypto.createHash('sha256');
+    const held: Buffer[] = [];
+    const buffers = new Set<ArrayBufferLike>();
+    let large = 0;
+    const stream = await openUpstreamStream({ url: `${server.url}${path}`, readBytes: () => 64 * KIB, bodyReleased: () => held.length === 0 });
+    return new Promise((resolve, reject) => {
+      let sub: Subscription | undefined = undefined;
+      let complete = false;
+      const finish = (): void => resolve({ digest: hash.digest('hex'), large, buffers });
+      const letGo = (): void => {
+        hash.update(held.shift() as Buffer);
+        if (complete && held.length === 0) return finish();
+        sub?.request(1);
+      };
+      sub = stream.body.subscribeWithDemand({
+        next: (b: Buffer) => {
+          if (b.length > 32 * KIB) {
+            large++;
+            buffers.add(b.buffer);
+          }
+          held.push(b);
+          if (holdTurns === 0) return letGo();
+          let turns = holdTurns;
+          const wait = (): void => void (--turns === 0 ? letGo() : setImmediate(wait));
+          setImmediate(wait);
+        },
+        error: reject,
+        complete: () => {
+          complete = true;
+          if (held.length === 0) finish();
+        },
+      });
+      subscriptions.push(sub);
+      sub.request(1);
+    });
+  }
+
+  it('gives a released chunk buffer to the next read, every byte intact', async () => {
+    bodies.set('/r1', bodyFor(7, 3 * 1024 * KIB));
+    const got = await readHolding('/r1', 0);
+    expect(got.digest).toBe(sha(bodies.get('/r1') as Buffer));
+    // Many reads of over 32 KiB, in a few buffers.
+    expect(got.large).toBeGreaterThan(10);
+    expect(got.buffers.size).toBeLessThanOrEqual(3);
+  }, 30_000);
+
+  it('never writes over a chunk still held, with streams that hold and streams that release interleaved', async () => {
+    const holds = [0, 1, 3, 0, 2, 5, 0, 1];
+    holds.forEach((_, i) => bodies.set(`/h${i}`, bodyFor(40 + i, 1024 * KIB + i * 4099)));
+    const got = await Promise.all(holds.map((h, i) => readHolding(`/h${i}`, h)));
+    expect(got.map((g) => g.digest)).toEqual(holds.map((_, i) => sha(bodies.get(`/h${i}`) as Buffer)));
+  }, 30_000);
+});

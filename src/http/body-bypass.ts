@@ -5,6 +5,16 @@ import { muteBodyCallbacks, readBeingParsed, setReadHook, UPSTREAM_MAX_READ_BYTE
 /** Where a read's body bytes are gathered before they are copied into a chunk of their own. */
 const scratch = Buffer.allocUnsafeSlow(UPSTREAM_MAX_READ_BYTES);
 
+/** Body chunks from this size on are lent out of a buffer that goes back to {@link spare} once released. */
+const LEND_MIN_BYTES = 16 * 1024;
+
+/**
+ * A buffer of a body chunk whose views are all gone (its consumer said so: `released`), taken by
+ * the next read's body of any stream instead of a new allocation. At most one: reads are handled
+ * one at a time, and a released chunk is given back within the read that lent it.
+ */
+let spare: Buffer | undefined;
+
 /**
  * Takes the body of `res` off Node's HTTP parser callbacks: the parser goes on framing every
  * byte (chunk sizes, the end of the body, keep-alive, errors), but no longer copies each HTTP
@@ -20,11 +30,18 @@ const scratch = Buffer.allocUnsafeSlow(UPSTREAM_MAX_READ_BYTES);
  * Must be called from the request's `'response'` listener. `onRead` is called after each read
  * went through the parser, its body bytes pushed.
  *
+ * `released`, when given, is asked once the next read of the socket was sized (the read's bytes
+ * went as far down the chain as they go synchronously, the consumer flushed what it batched):
+ * `true` promises that no view of any body chunk pushed so far is held anywhere any longer.
+ * The buffer of the read's chunk (when at least 16 KiB) is then reused for a later read's body,
+ * of this response or another, instead of waiting for V8 to collect it; a wrong `true` would let
+ * that read overwrite bytes still held. Without `released` every chunk is a new allocation.
+ *
  * If the decoder and the parser disagree on where the body ends, or the decoder does not
  * understand framing the parser accepted, the socket is destroyed (`ECONNRESET`): never a short
  * body without an error.
  */
-export function bypassBodyCallbacks(res: http.IncomingMessage, method: string, onRead?: () => void): boolean {
+export function bypassBodyCallbacks(res: http.IncomingMessage, method: string, onRead?: () => void, released?: () => boolean): boolean {
   const socket = res.socket;
   const bytes = socket === null ? undefined : readBeingParsed(socket);
   const status = res.statusCode ?? 0;
@@ -34,7 +51,7 @@ export function bypassBodyCallbacks(res: http.IncomingMessage, method: string, o
   if (framing === undefined || start < 0) return false;
   const parser = muteBodyCallbacks(res);
   if (parser === undefined) return false;
-  const bypass = new BodyBypass(socket, parser, res, framing, onRead);
+  const bypass = new BodyBypass(socket, parser, res, framing, onRead, released);
   setReadHook(socket, bypass);
   // The rest of this read, before the parser goes on through it.
   bypass.take(bytes, start);
@@ -43,12 +60,16 @@ export function bypassBodyCallbacks(res: http.IncomingMessage, method: string, o
 
 /** One response whose body bypasses the parser's callbacks (see {@link bypassBodyCallbacks}). */
 class BodyBypass implements ReadHook {
+  /** The buffer of the last chunk pushed, while `released` may still give it back to {@link spare}. */
+  private lent: Buffer | undefined;
+
   constructor(
     private readonly socket: import('node:net').Socket,
     private readonly parser: MutedParser,
     private readonly res: http.IncomingMessage,
     private readonly framing: BodyFraming,
     private readonly onRead: (() => void) | undefined,
+    private readonly released: (() => boolean) | undefined,
   ) {}
 
   beforeParse(bytes: Buffer): void {
@@ -57,14 +78,40 @@ class BodyBypass implements ReadHook {
 
   /** The read's body bytes from `from`, one push. Before the parser, so bytes ahead of a framing error reach the response before the error does. */
   take(bytes: Buffer, from: number): void {
-    const out = bytes.length - from <= scratch.length ? scratch : Buffer.allocUnsafe(bytes.length - from);
+    const need = bytes.length - from;
+    // A spare buffer takes the body directly (no copy out of scratch).
+    const reuse = this.released !== undefined && spare !== undefined && spare.length >= need ? spare : undefined;
+    const out = reuse ?? (need <= scratch.length ? scratch : Buffer.allocUnsafe(need));
     const n = this.framing.decode(bytes, from, bytes.length, out, 0);
     const { res } = this;
     if (n === 0 || res.destroyed) return;
-    const body = Buffer.allocUnsafe(n);
-    body.set(n === out.length ? out : out.subarray(0, n));
+    let body: Buffer;
+    if (reuse !== undefined && n * 2 > reuse.length) {
+      // Lent: the chunk is a view of the spare (at most twice its bytes held by its views).
+      spare = undefined;
+      this.lent = reuse;
+      body = n === reuse.length ? reuse : reuse.subarray(0, n);
+    } else if (this.released !== undefined && n >= LEND_MIN_BYTES && n * 2 > need) {
+      // Lendable: as large as the read, so that it can take a read's body like this one.
+      const buffer = Buffer.allocUnsafeSlow(need);
+      buffer.set(out.subarray(0, n));
+      this.lent = buffer;
+      body = n === need ? buffer : buffer.subarray(0, n);
+    } else {
+      body = Buffer.allocUnsafe(n);
+      body.set(n === out.length ? out : out.subarray(0, n));
+      this.lent = undefined;
+    }
     // As Node's parserOnBody: a full response stops reading its socket until it is read.
     if (!res.push(body)) this.socket.pause();
+  }
+
+  /** The read's bytes went as far as they go: the chunk's buffer becomes the spare if its consumer released it. */
+  afterSized(): void {
+    const { lent } = this;
+    if (lent === undefined) return;
+    this.lent = undefined;
+    if ((spare === undefined || spare.length < lent.length) && (this.released as () => boolean)()) spare = lent;
   }
 
   /** Ends the bypass with the body; checks that the decoder and the parser agree. */
@@ -84,6 +131,7 @@ class BodyBypass implements ReadHook {
   }
 
   private end(): void {
+    this.lent = undefined;
     setReadHook(this.socket, undefined);
     this.parser.restore();
   }

@@ -56,6 +56,14 @@ export interface UpstreamRequest {
    */
   readBytes?: ((unreadBytes: number) => number) | undefined;
   /**
+   * With {@link readBytes}: asked after each read once the next one was sized, `true` when the
+   * consumer holds no view of any body chunk the call delivered (every byte went on to the
+   * kernel or was dropped). The call then reuses the last chunk's buffer for a later read's body
+   * instead of leaving it to the garbage collector. Only for a consumer that knows every holder
+   * of its chunks: a wrong `true` lets a later read overwrite bytes still held.
+   */
+  bodyReleased?: (() => boolean) | undefined;
+  /**
    * Most bytes of a whole body read by {@link fetchUpstream} (default 8 MiB,
    * {@link DEFAULT_MAX_BODY_BYTES}); an error body is read up to the lower of this and
    * {@link MAX_ERROR_BODY_BYTES} (64 KiB). A longer body aborts the request and signals
@@ -215,7 +223,7 @@ export class UpstreamCall implements SizedReadCall {
     const observed = this.request.onRead !== undefined;
     if (sized) setReadCall(socket, this);
     // One push per socket read instead of one per HTTP chunk; it calls onRead once pushed.
-    const bypassed = bypassBodyCallbacks(res, this.request.method ?? 'POST', observed ? this.onSocketData : undefined);
+    const bypassed = bypassBodyCallbacks(res, this.request.method ?? 'POST', observed ? this.onSocketData : undefined, sized ? this.request.bodyReleased : undefined);
     // Else after the HTTP parser's own 'data' listener: the bytes are in the response by then.
     const listening = observed && !bypassed;
     if (listening) socket.on('data', this.onSocketData);

@@ -92,6 +92,8 @@ function nextReadBuffer(): Buffer {
   // A complete response's socket goes back to the pool: its next read is the next call's.
   if (call === undefined || !call.readsSized()) return defaultReadView;
   const bytes = call.nextReadBytes();
+  // The read's bytes went as far as they go, and sizing flushed what the consumer batched.
+  (socket as Hooked)[kReadHook]?.afterSized?.();
   if (bytes >= UPSTREAM_MAX_READ_BYTES) return sharedReadBuffer;
   return readView((bytes > UPSTREAM_MIN_READ_BYTES ? bytes : UPSTREAM_MIN_READ_BYTES) >> 10);
 }
@@ -312,6 +314,8 @@ let readingSocket: Socket | undefined, readingBytes: Buffer | undefined;
 export interface ReadHook {
   beforeParse(bytes: Buffer): void;
   afterParse(): void;
+  /** After the socket's next read was sized (`SizedReadCall.nextReadBytes`), on sockets whose reads are sized. */
+  afterSized?(): void;
 }
 
 const kReadHook = Symbol('tidegate.readHook');

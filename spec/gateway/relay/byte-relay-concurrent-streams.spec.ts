@@ -64,4 +64,25 @@ describe('byte relay, ten concurrent streams, exact bytes', () => {
       expect(line.peakBufferedBytes as number).toBeLessThanOrEqual(BUDGETS[i] as number);
     }
   }, 40_000);
+
+  it('streams whose clients stall keep their frames intact while fast streams reuse the buffers of released reads', async () => {
+    const sent = BUDGETS.map((_, i) => body(i + 20));
+    sent.forEach((all, i) => {
+      h.up.scripts.set(`/r${i}`, () => {
+        const steps: Step[] = [];
+        for (let at = 0; at < all.length; at += 65_536) steps.push(all.subarray(at, at + 65_536));
+        return steps;
+      });
+    });
+    const cs = await Promise.all(BUDGETS.map((_, i) => RawClient.request(h.gw.port, `/r${i}`)));
+    clients.push(...cs);
+    // Odd streams' clients read nothing for a second: their frames wait in the socket's queue.
+    cs.forEach((c, i) => i % 2 === 0 && c.readAll());
+    await new Promise((r) => setTimeout(r, 1000));
+    cs.forEach((c, i) => i % 2 === 1 && c.readAll());
+    const closed = await Promise.all(cs.map((c) => c.waitClosed(20_000)));
+    expect(closed.every(Boolean)).toBe(true);
+    const report = cs.map((c, i) => `r${i}: ${sha(Buffer.from(c.body(), 'utf8')) === sha(Buffer.from((sent[i] as Buffer).toString('utf8').replace(/\r\n/g, '\n'))) ? 'ok' : 'CORRUPT'}`);
+    expect(report).toEqual(BUDGETS.map((_, i) => `r${i}: ok`));
+  }, 40_000);
 });

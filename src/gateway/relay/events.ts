@@ -48,6 +48,7 @@ export async function openStream(stream: StreamContext, request: UpstreamRequest
     // The peak also counts what the upstream reader takes in while nobody asks.
     request.onRead = () => void budget.observe();
     request.readBytes = admission.readBytes;
+    request.bodyReleased = admission.bodyReleased;
   }
   // Timed by events, not bytes (`idleTimedByEvents`): an upstream that sends only comments makes no progress.
   const idleMs = request.idleTimeoutMs ?? 0;

@@ -33,8 +33,8 @@ export const UNSIZED_READER_BYTES = UPSTREAM_HIGH_WATER_MARK + 2 * UPSTREAM_READ
 export class ReadAdmission {
   private gateSubscriber: ReadGate | undefined;
   private reader: UpstreamReads | undefined;
-  /** Bytes `sseFrames` holds (its queue, empty when it asks, and the incomplete event). */
-  readonly queued = { bytes: 0 };
+  /** Bytes `sseFrames` holds (its queue, empty when it asks, and the incomplete event), and of those its queued frames alone. */
+  readonly queued = { bytes: 0, outputBytes: 0 };
   /** Writes the bridge batched, before a read is sized (set once the bridge runs). */
   flushWrites: (() => void) | undefined;
 
@@ -53,6 +53,15 @@ export class ReadAdmission {
     this.flushWrites?.();
     return this.budget.room(this.reserveBytes()) - (this.reader === undefined ? unreadBytes : 0);
   };
+
+  /**
+   * No view of the bytes upstream reads delivered is held (`UpstreamRequest.bodyReleased`): the
+   * budget counts every holder of one (the reader's unread bytes, `sseFrames`' queued frames, the
+   * bridge's held and batched frames, `res.writableLength`, the overflow buffer's acquired
+   * bytes), and all of it is zero but the incomplete event `sseFrames` keeps as a copy of its own.
+   * False until the reader is counted ({@link admit}).
+   */
+  readonly bodyReleased = (): boolean => this.reader !== undefined && this.budget.used === this.queued.bytes - this.queued.outputBytes;
 
   /** Counts `reader`'s unread bytes and the frames' queue against the budget from now on. */
   admit(reader: UpstreamReads): void {

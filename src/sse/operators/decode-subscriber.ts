@@ -51,8 +51,8 @@ export class ChunkDecodeSubscriber<T> implements Subscriber<Uint8Array>, Subscri
     private readonly actual: Subscriber<T>,
     private readonly context: FlowContext,
     decoder: ChunkDecoderFactory<T>,
-    /** When given, `counter.bytes` is kept equal to the bytes of the queued outputs plus the decoder's incomplete one. */
-    private readonly account?: { counter: { bytes: number }; sizeOf: (item: T) => number },
+    /** When given, `counter.bytes` is kept equal to the bytes of the queued outputs plus the decoder's incomplete one, and `counter.outputBytes` (when present) to the queued outputs' alone. */
+    private readonly account?: { counter: { bytes: number; outputBytes?: number }; sizeOf: (item: T) => number },
   ) {
     this.decoder = decoder(
       account === undefined
@@ -68,7 +68,10 @@ export class ChunkDecodeSubscriber<T> implements Subscriber<Uint8Array>, Subscri
 
   /** Publishes the queued bytes and the decoder's incomplete output to the account's counter. */
   private recount(): void {
-    if (this.account !== undefined) this.account.counter.bytes = this.queuedBytes + (this.decoder.bufferedBytes?.() ?? 0);
+    const account = this.account;
+    if (account === undefined) return;
+    account.counter.bytes = this.queuedBytes + (this.decoder.bufferedBytes?.() ?? 0);
+    if (account.counter.outputBytes !== undefined) account.counter.outputBytes = this.queuedBytes;
   }
 
   onSubscribe(s: Subscription): void {

@@ -11,9 +11,11 @@ export interface SseFramesOptions {
   /**
    * Kept equal to the bytes this operator holds: the frames waiting in the queue and the
    * incomplete block carried to the next chunk, for a caller that counts them (e.g. against the
-   * stream's `ByteBudget` with `attachExternal(() => queued.bytes)`).
+   * stream's `ByteBudget` with `attachExternal(() => queued.bytes)`). When it has an
+   * `outputBytes` field, that is kept equal to the queued frames' bytes alone: the frames are
+   * views of the chunks fed, the incomplete block a copy the operator owns.
    */
-  queued?: { bytes: number } | undefined;
+  queued?: { bytes: number; outputBytes?: number } | undefined;
 }
 
 /**
