@@ -35,6 +35,9 @@ describe('gateway /metrics', () => {
     ]) {
       expect(text).toContain(`# TYPE ${name} `);
     }
+    // Every outcome upstreamOutcome() can emit, plus ok.
+    const help = /^# HELP tidegate_upstream_requests_total (.*)$/m.exec(text)?.[1] ?? '';
+    for (const outcome of ['ok', 'http_<status>', 'unreachable', 'reset', 'timeout', 'aborted', 'error']) expect(help).toContain(outcome);
   });
 
   it('counts a completed stream: upstream ok, stream completed, bytes out, ttft and duration observed', async () => {

@@ -186,6 +186,42 @@ describe("node-fetch's per-call scope (releaseFetchListeners)", () => {
     expect(ports.size).toBe(1);
   });
 
+  it("the upstream agent's copy of a socket's options stays within 11 entries (a 16-entry dictionary), and its sockets are pooled and reused", async () => {
+    const ports: number[] = [];
+    server.removeAllListeners('request');
+    server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+      ports.push(req.socket.remotePort ?? 0);
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end('data: a\n\n');
+    });
+    const target = new URL(url);
+    const agent = upstreamAgent(target) as unknown as { freeSockets: Record<string, net.Socket[]> };
+    for (let i = 0; i < 3; i++) {
+      let socket: net.Socket | undefined;
+      const response = await withClientRequest((req) => req.once('socket', (s: net.Socket) => (socket = s)), () => fetch(target, { agent: upstreamAgent(target) }));
+      expect(await response.text()).toBe('data: a\n\n');
+      // The options the pool's 'free' listener holds for the socket's lifetime.
+      const onFree = (socket as net.Socket).listeners('free')[0] as (...a: unknown[]) => void;
+      let freed: Record<string, unknown> | undefined;
+      const emit = (upstreamAgent(target) as unknown as { emit: (...a: unknown[]) => boolean }).emit;
+      (upstreamAgent(target) as unknown as { emit: unknown }).emit = (_event: string, _s: unknown, options: Record<string, unknown>) => ((freed = options), true);
+      try {
+        onFree();
+      } finally {
+        (upstreamAgent(target) as unknown as { emit: unknown }).emit = emit;
+      }
+      const keys = Object.keys(freed ?? {});
+      expect(keys).toEqual(expect.arrayContaining(['host', 'port', 'onread']));
+      expect(keys).not.toContain('hostname');
+      expect(keys).not.toContain('maxSockets');
+      expect(keys.length).toBeLessThanOrEqual(11);
+      await tick(10);
+    }
+    expect(new Set(ports).size).toBe(1);
+    expect(Object.values(agent.freeSockets).flat().length).toBeGreaterThan(0);
+    expect(upstreamAgent(target).maxSockets).toBe(Infinity);
+  });
+
   it('after the release destroying the request closes the upstream connection', async () => {
     const { response, req } = await post(Buffer.from('{}'), true);
     const body = response.buffer();

@@ -83,7 +83,7 @@ export class GatewayMetrics {
     this.activeStreams = new Gauge({ name: 'tidegate_active_streams', help: 'Streams being relayed now.', labelNames: ['route'], registers: [registry] });
     this.upstreamRequests = new Counter({
       name: 'tidegate_upstream_requests_total',
-      help: 'Upstream requests by outcome: ok (streaming or JSON answer), http_<status>, unreachable, reset, timeout, aborted.',
+      help: 'Upstream requests by outcome: ok (streaming or JSON answer), http_<status>, unreachable, reset, timeout, aborted, error.',
       labelNames: ['route', 'outcome'],
       registers: [registry],
     });

@@ -163,12 +163,17 @@ const REQUEST_ONLY_OPTIONS = new Set(['href', 'path', 'pathname', 'search', 'que
  * a dictionary-mode object that the socket's pool listeners keep for the socket's lifetime: with
  * node-fetch's ~20 URL and request fields and a copy of the headers, about 1.7 KB per upstream
  * socket; this keeps only the connection's (host, port, family, timeout, TLS fields, ...).
+ * With the agent's own and the ones it adds, a plain HTTP socket's copy has 11 entries: V8 sizes
+ * such a dictionary for 16, and for 32 from the 12th (384 B more per upstream socket), so no
+ * option that the agent gets its default for is passed.
  */
 function connectionOptions(options: unknown): unknown {
   if (typeof options !== 'object' || options === null) return options;
   const out: Record<string, unknown> = {};
+  // `ClientRequest` has set `host` from `hostname`: the agent and net.connect() read `host`.
+  const hostSet = typeof (options as { host?: unknown }).host === 'string';
   for (const key of Object.keys(options)) {
-    if (!REQUEST_ONLY_OPTIONS.has(key)) out[key] = (options as Record<string, unknown>)[key];
+    if (!REQUEST_ONLY_OPTIONS.has(key) && !(hostSet && key === 'hostname')) out[key] = (options as Record<string, unknown>)[key];
   }
   return out;
 }
@@ -202,16 +207,22 @@ function boundedReceive<A extends http.Agent>(agent: A): A {
   return agent;
 }
 
+/** No bound on the agent's sockets per host, whatever `http.Agent.defaultMaxSockets` says. */
+function unlimited<A extends http.Agent>(agent: A): A {
+  agent.maxSockets = Infinity;
+  return agent;
+}
+
 /** Keep-alive agents used only for upstream calls, separate from any other HTTP use. */
 const agents = {
-  http: boundedReceive(hooked(
+  http: boundedReceive(hooked(unlimited(
     new http.Agent({
       keepAlive: true,
-      maxSockets: Infinity,
+      // maxSockets is set on the agent (unlimited), not passed: it would be copied into every socket's options.
       // Passed to net.createConnection(): the socket's read path (above) and its high-water mark.
       ...({ readableHighWaterMark: UPSTREAM_HIGH_WATER_MARK, onread: { buffer: nextReadBuffer, callback: onUpstreamRead } } as object),
     }),
-  )),
+  ))),
   // tls.connect() takes `highWaterMark` (both directions); its `onread` is left alone.
   https: boundedReceive(hooked(new https.Agent({ keepAlive: true, maxSockets: Infinity, ...({ highWaterMark: UPSTREAM_HIGH_WATER_MARK } as object) }))),
 };
