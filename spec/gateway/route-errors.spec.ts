@@ -92,6 +92,17 @@ describe('errors in the route’s own shape', () => {
     expect(r.body).toMatchObject({ type: 'error', error: { type: 'not_found_error' } });
   });
 
+  it('answers 404 to a stream or response retrieve saying resume is off when no route has it', async () => {
+    for (const path of ['/v1/streams/str_1', '/v1/responses/resp_1']) {
+      const r = await call(path);
+      expect(r.status).toBe(404);
+      expect(r.body).toMatchObject({ error: { code: 'ERR_TIDEGATE_NOT_FOUND', message: expect.stringContaining(`no route for GET ${path}`) } });
+      expect((r.body.error as { message: string }).message).toContain('resume is off: set `resume: true` on');
+    }
+    // Any other unknown path keeps the plain 404.
+    expect(((await call('/v1/nothing')).body.error as { message: string }).message).not.toContain('resume is off');
+  });
+
   it('answers 404 under /v1/ in OpenAI’s shape, naming the routes', async () => {
     const r = await call('/v1/nothing');
     expect(r.status).toBe(404);

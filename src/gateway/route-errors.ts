@@ -88,10 +88,25 @@ export function noRouteHandler(routes: readonly ResolvedRoute[]): (req: Request,
       adapterFor(served[0]).sendHttpError(res, new NoRouteError(405, `${req.method} is not served on ${req.path}; use ${allow.join(' or ')}`));
       return;
     }
-    // The one admin route that is off by default says how to turn it on.
-    const hint = req.path === '/debug/streams' ? ' (GET /debug/streams is served with debug.streams: true, or the --debug-streams flag)' : '';
+    // The routes that are off by default say how to turn them on.
+    const hint = req.path === '/debug/streams' ? ' (GET /debug/streams is served with debug.streams: true, or the --debug-streams flag)' : resumeOffHint(req, routes);
     errorShapeFor(req, req.path, routes).sendHttpError(res, new NoRouteError(404, `no route for ${req.method} ${req.path}; routes: ${list}${hint}`));
   };
+}
+
+/**
+ * Why `GET /v1/streams/{id}` or `GET /v1/responses/{id}` found no route: no route has `resume`
+ * on (for a Responses retrieve: no Responses route has it on). Empty for any other request.
+ */
+function resumeOffHint(req: Request, routes: readonly ResolvedRoute[]): string {
+  if (req.method !== 'GET') return '';
+  if (/^\/v1\/streams\/[^/]+$/.test(req.path) && !routes.some((r) => r.resume !== undefined)) {
+    return '; resume is off: set `resume: true` on a route to retrieve its streams';
+  }
+  if (/\/v1\/responses\/[^/]+$/.test(req.path) && !routes.some((r) => r.api === 'responses' && r.resume !== undefined)) {
+    return '; resume is off: set `resume: true` on the /v1/responses route to retrieve responses';
+  }
+  return '';
 }
 
 /** A JSON route's request body type: absent, or JSON (`application/json`, `…+json`). */
