@@ -115,6 +115,15 @@ describe('tidegate CLI: startup line', () => {
     cli.child.kill('SIGTERM');
     expect(await cli.exit).toBe(0);
   });
+
+  it('prints a configured upstream as given, without the trailing slash URL parsing adds', async () => {
+    const cli = run(['--upstream', 'http://127.0.0.1:9']);
+    children.push(cli.child);
+    const line = await startupLine(cli);
+    expect(line).toMatch(/^tidegate listening on http:\/\/127\.0\.0\.1:\d+ \(upstream: http:\/\/127\.0\.0\.1:9\)$/);
+    cli.child.kill('SIGTERM');
+    expect(await cli.exit).toBe(0);
+  });
 });
 
 describe('tidegate CLI: configuration', () => {
