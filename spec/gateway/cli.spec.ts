@@ -88,10 +88,14 @@ describe('tidegate CLI: startup line', () => {
   /** The plain-text line the CLI prints once it listens. */
   async function startupLine(cli: Cli): Promise<string> {
     await listening(cli);
-    return cli
-      .stdout()
-      .split('\n')
-      .find((l) => l.startsWith('tidegate listening on')) as string;
+    // The whole line, its newline included: a pipe may hand it over in more than one read.
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const m = /^(tidegate listening on [^\n]*)\n/m.exec(cli.stdout());
+      if (m) return m[1] as string;
+      if (Date.now() > deadline) throw new Error(`no whole startup line: ${cli.stdout()}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
   }
 
   it("is the line README's quick start says it prints, on the port it listens on", async () => {
@@ -112,6 +116,15 @@ describe('tidegate CLI: startup line', () => {
     children.push(cli.child);
     const line = await startupLine(cli);
     expect(line).toMatch(/^tidegate listening on http:\/\/127\.0\.0\.1:\d+ \(upstream: http:\/\/redacted:redacted@127\.0\.0\.1:9\/v1\?key=\[redacted\]\)$/);
+    cli.child.kill('SIGTERM');
+    expect(await cli.exit).toBe(0);
+  });
+
+  it('prints a configured upstream as given, without the trailing slash URL parsing adds', async () => {
+    const cli = run(['--upstream', 'http://127.0.0.1:9']);
+    children.push(cli.child);
+    const line = await startupLine(cli);
+    expect(line).toMatch(/^tidegate listening on http:\/\/127\.0\.0\.1:\d+ \(upstream: http:\/\/127\.0\.0\.1:9\)$/);
     cli.child.kill('SIGTERM');
     expect(await cli.exit).toBe(0);
   });

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
-import { redactUrl } from '../http/redact';
+import { redactUrlAsGiven } from '../http/redact';
 import { API_SPECS, ConfigError, DEFAULT_APIS, loadConfig } from './config';
 import { createLogger } from './logger';
 import { startGateway } from './server';
@@ -73,7 +73,7 @@ async function main(): Promise<void> {
   const gateway = await startGateway(config, { logger });
   // The one plain-text line (README's quick start quotes it). Userinfo and query values of the
   // upstream URL are credentials: never printed.
-  const upstream = gateway.simulator === undefined ? redactUrl(gateway.upstreamUrl) : 'embedded simulator';
+  const upstream = gateway.simulator === undefined ? redactUrlAsGiven(gateway.upstreamUrl) : 'embedded simulator';
   process.stdout.write(`tidegate listening on ${gateway.url} (upstream: ${upstream})\n`);
   let signals = 0;
   const stop = (signal: NodeJS.Signals): void => {

@@ -209,6 +209,30 @@ export function redactUrl(url: string): string {
   return `${u.href}${query === '' ? '' : `?${query}`}`;
 }
 
+/**
+ * `url` as configured (not normalised: no trailing slash added), for the startup line: user name
+ * and password replaced by `redacted`, each query value by `[redacted]`, the fragment dropped.
+ */
+export function redactUrlAsGiven(url: string): string {
+  try {
+    new URL(url);
+  } catch {
+    return REDACTED;
+  }
+  const m = /^([a-z][a-z0-9+.-]*:\/\/)(?:([^/?#]*)@)?([^?#]*)(?:\?([^#]*))?/i.exec(url.trim());
+  if (m === null) return redactUrl(url);
+  const [, scheme, userinfo, rest, query] = m;
+  let user = '';
+  if (userinfo !== undefined) {
+    const colon = userinfo.indexOf(':');
+    const name = colon < 0 ? userinfo : userinfo.slice(0, colon);
+    user = `${name === '' ? '' : 'redacted'}${colon < 0 ? '' : colon === userinfo.length - 1 ? ':' : ':redacted'}@`;
+  }
+  const pairs = (query ?? '').split('&').filter((p) => p !== '');
+  const search = pairs.length === 0 ? '' : `?${pairs.map((p) => `${p.split('=')[0]}=${REDACTED}`).join('&')}`;
+  return `${scheme}${user}${rest}${search}`;
+}
+
 function decodeURIComponentSafe(s: string): string {
   try {
     return decodeURIComponent(s);
