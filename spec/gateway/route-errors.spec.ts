@@ -211,4 +211,19 @@ describe('an upstream that cannot be reached', () => {
     expect(r.body).toMatchObject({ error: { code: 'ERR_TIDEGATE_UPSTREAM_UNREACHABLE', message: 'upstream for route /unresolved-resumable/events unreachable (ENOTFOUND)' } });
     expect(t.logs.streams().at(-1)).toMatchObject({ outcome: 'upstream_unreachable', errorCode: 'ERR_TIDEGATE_UPSTREAM_UNREACHABLE', errno: 'ENOTFOUND' });
   });
+
+  it('logs and counts every attempt on a resumable route, as on other routes', async () => {
+    const metric = async (name: string, labels: string): Promise<number> => {
+      const text = await (await fetch(`${t.gateway.url}/metrics`)).text();
+      const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes(labels));
+      return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
+    };
+    const route = 'route="/unresolved-resumable/events"';
+    const requests = await metric('tidegate_upstream_requests_total', `${route},outcome="unreachable"`);
+    const retries = await metric('tidegate_upstream_retries_total', route);
+    expect((await call('/unresolved-resumable/events')).status).toBe(502);
+    expect(t.logs.streams().at(-1)).toMatchObject({ outcome: 'upstream_unreachable', attempts: 3 });
+    expect((await metric('tidegate_upstream_requests_total', `${route},outcome="unreachable"`)) - requests).toBe(3);
+    expect((await metric('tidegate_upstream_retries_total', route)) - retries).toBe(2);
+  });
 });

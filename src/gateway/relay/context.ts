@@ -140,8 +140,13 @@ export class StreamContext {
   retryOptions(): { signal: AbortSignal; onRetry(notice: RetryNotice): void } {
     return {
       signal: this.signal,
-      onRetry: ({ error }) => this.env.metrics.retries.inc({ route: this.env.route.path, reason: upstreamOutcome(error) }),
+      onRetry: ({ error }) => this.countRetry(error),
     };
+  }
+
+  /** Counts one retry before anything reached the client, by the failure that caused it (`tidegate_upstream_retries_total`). */
+  countRetry(error: unknown): void {
+    this.env.metrics.retries.inc({ route: this.env.route.path, reason: upstreamOutcome(error) });
   }
 
   /** Counts and logs how the stream ended: one `stream` line with `fields`. */

@@ -120,6 +120,11 @@ function eventRelayEvents(upstream: HeldUpstream, plan: EventsPlan, stream: Stre
 async function resumableEvents(stream: StreamContext, request: UpstreamRequest): Promise<Flow<GatewayEvent>> {
   const { route } = stream.env;
   const terminator = route.terminator;
+  // Every request counts as on other routes: `attempts`, one upstream request per connection by
+  // its outcome (`ok` once it answered), and a retry per failed attempt before the first answer
+  // (later reconnects count as attempts and requests, not as retries).
+  let answered = false;
+  let opened = false;
   stream.attempts++;
   const decoded = await openResumableStream({
     url: request.url,
@@ -139,10 +144,19 @@ async function resumableEvents(stream: StreamContext, request: UpstreamRequest):
     route: request.route,
     maxEventBytes: route.policy.maxEventBytes,
     isTerminal: terminator ? (e) => (terminator.event ?? e.type) === e.type && (terminator.data ?? e.data) === e.data : undefined,
+    onOpen: () => {
+      answered = opened = true;
+      stream.countUpstream('ok');
+    },
+    onReconnect: (error) => {
+      if (!answered) stream.countUpstream(upstreamOutcome(error));
+      if (!opened) stream.countRetry(error);
+      answered = false;
+      stream.attempts++;
+    },
   }).catch((err: unknown) => {
-    stream.countUpstream(upstreamOutcome(err));
+    if (!answered) stream.countUpstream(upstreamOutcome(err));
     throw err;
   });
-  stream.countUpstream('ok');
   return decoded.pipe(adaptProvider(stream.adapter));
 }

@@ -39,6 +39,10 @@ export interface ResumableRequest {
   maxEventBytes: number;
   /** The event that ends the stream (no reconnect after it). */
   isTerminal?: (event: SseEvent) => boolean;
+  /** Each connection that answered a streaming 2xx (the first, then each reconnect's). */
+  onOpen?: (() => void) | undefined;
+  /** Each failed attempt that is followed by another (`connectSse`'s `onReconnect`); the last failure rejects or errors the flow instead. */
+  onReconnect?: ((error: unknown) => void) | undefined;
 }
 
 /**
@@ -79,8 +83,10 @@ export function openResumableStream(request: ResumableRequest): Promise<Flow<Sse
       isTerminal: request.isTerminal,
       onOpen: () => {
         handoff.onEarlyError = undefined; // from now on errors go to the subscriber of the flow
+        request.onOpen?.();
         resolve(handoff.flow);
       },
+      onReconnect: request.onReconnect === undefined ? undefined : ({ error }) => request.onReconnect?.(mapError(error, request.route)),
     });
     handoff.onEarlyError = (err) => reject(mapError(err, request.route));
     flow.subscribeWith(handoff);
