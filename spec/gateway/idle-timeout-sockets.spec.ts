@@ -67,11 +67,12 @@ describe('lazy idle timeout on real sockets', () => {
     ));
     // 16 MB at once (more than the loopback socket buffers hold), a 100 ms pause, the end.
     up.scripts.set('/big', () => [...Array.from({ length: 64 }, () => BIG_CHUNK), 100]);
-    // Comments and blank lines every 50 ms, until the gateway (or the test) closes it: bytes, never an event.
+    // Comments, blank lines and unknown fields whose names start with `data` every 50 ms, until
+    // the gateway (or the test) closes it: bytes, never an event.
     const chatter = (res: http.ServerResponse, first: string): void => {
       res.writeHead(200, SSE_HEAD);
       res.write(first);
-      const t = setInterval(() => res.write(': keep-alive\n\n\n\n'), 50);
+      const t = setInterval(() => res.write(': keep-alive\n\n\n\ndataless: tick\n\nid: 7\ndatabase\n\n'), 50);
       open.add(res);
       res.on('close', () => {
         clearInterval(t);

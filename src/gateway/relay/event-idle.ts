@@ -57,13 +57,28 @@ export class EventIdle {
   }
 }
 
-/** Whether a byte relay's frame holds an event: a `data` line (frames are LF-only). */
+/**
+ * Whether a byte relay's frame holds an event: a line whose field name is exactly `data`
+ * (followed by `:`, the line's end, or nothing), as the SSE parser would dispatch. `database:`
+ * or `dataless:` lines are unknown fields, ignored by a client: no event.
+ */
 export function frameHasEvent(frame: unknown): boolean {
   const bytes = (frame as SseFrame).bytes;
-  return (bytes[0] === 0x64 && bytes[1] === 0x61 && bytes[2] === 0x74 && bytes[3] === 0x61) || bytes.indexOf(DATA_LINE) !== -1;
+  if (isDataField(bytes, 0)) return true;
+  for (let at = bytes.indexOf(DATA_LINE); at !== -1; at = bytes.indexOf(DATA_LINE, at + 1)) {
+    if (isDataField(bytes, at + 1)) return true;
+  }
+  return false;
 }
 
 const DATA_LINE = Buffer.from('\ndata');
+
+/** Whether the line at `at` starts with the field name `data` and nothing more before `:` or its end. */
+function isDataField(bytes: Uint8Array, at: number): boolean {
+  if (bytes[at] !== 0x64 || bytes[at + 1] !== 0x61 || bytes[at + 2] !== 0x74 || bytes[at + 3] !== 0x61) return false;
+  const next = bytes[at + 4];
+  return next === undefined || next === 0x3a || next === 0x0a || next === 0x0d;
+}
 
 class BodySubscriber<T> extends OperatorSubscriber<T, T> {
   constructor(
