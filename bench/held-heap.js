@@ -86,7 +86,10 @@ function openClient(port, p, i) {
   c.sock = net.connect({ host: '127.0.0.1', port }, () => {
     c.sock.write(`POST ${p} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAccept: text/event-stream\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
   });
-  c.sock.on('data', (b) => (c.bytes += b.length));
+  c.sock.on('data', (b) => {
+    c.bytes += b.length;
+    c.tail = b.subarray(Math.max(0, b.length - 300)).toString();
+  });
   c.sock.on('close', () => (c.closed = true));
   c.sock.on('error', () => {});
   clients.push(c);
@@ -280,6 +283,8 @@ async function main() {
     const live = clients.filter((x) => !x.closed && x.bytes > 0).length;
     const b = await measure(gw, path.join(dir, 'm'));
     const added = live - warm;
+    const closed = clients.filter((x) => x.closed);
+    if (closed.length > 0) console.log(`  a closed stream's last bytes: ${JSON.stringify(closed[0].tail)}`);
     const kb = (x) => (x / 1024).toFixed(2);
     console.log(`route ${ROUTE}: ${live} streams open (${clients.filter((x) => x.closed).length} closed), per added stream (${added}):`);
     console.log(`  RSS ${kb((b.rss - a.rss) / added)} KB  heapUsed ${kb((b.heapUsed - a.heapUsed) / added)} KB  heapTotal ${kb((b.heapTotal - a.heapTotal) / added)} KB  external ${kb((b.external - a.external) / added)} KB  arrayBuffers ${kb((b.arrayBuffers - a.arrayBuffers) / added)} KB  RSS-heapTotal ${kb((b.rss - b.heapTotal - (a.rss - a.heapTotal)) / added)} KB`);
