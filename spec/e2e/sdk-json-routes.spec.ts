@@ -36,6 +36,17 @@ describe('OpenAI SDK JSON routes through the gateway', () => {
     expect(ids).toContain('sim-basic');
   });
 
+  it('models.retrieve() returns the simulator’s model, and NotFoundError for an unknown one', async () => {
+    const got = await viaGateway().models.retrieve('sim-basic');
+    expect(got).toEqual(await direct().models.retrieve('sim-basic'));
+    expect(got).toMatchObject({ id: 'sim-basic', object: 'model' });
+    const err = await viaGateway()
+      .models.retrieve('no-such-model')
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OpenAI.NotFoundError);
+    expect((err as Error).message).toContain("The model 'no-such-model' does not exist");
+  });
+
   it('embeddings.create() returns the simulator’s vectors (base64 as the SDK asks, decoded)', async () => {
     const input = ['tides', 'backpressure'];
     const got = await viaGateway().embeddings.create({ model: 'sim-embedding', input });

@@ -235,6 +235,9 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
         }
         return track(serveResume(req, res, resumeFrom.streamId, resumeDeps, route.path));
       }
+      // The router's `next` (with its dispatch state and final handler) would otherwise live as
+      // long as the stream; the relay answers every error itself.
+      req.next = undefined;
       track(relay(req, res, {
         route: route as ResolvedRoute & { url: string },
         adapter,
@@ -254,6 +257,8 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
       if (method === 'GET') app.get(route.path, admit, handler);
       else app.post(route.path, admit, readBody, handler);
     }
+    // OpenAI's `models.retrieve(model)`: the same route, the model id one segment below it (upstream-url.ts).
+    if (route.api === 'models' && route.methods.includes('GET')) app.get(`${route.path}/:model`, admit, handler);
     if (route.api === 'responses' && route.resume !== undefined && resumeDeps !== undefined) {
       // OpenAI's retrieve (`responses.retrieve(id, { stream: true, starting_after })`) resumes here,
       // whatever the upstream supports; a streamed one holds a slot as /v1/streams does.

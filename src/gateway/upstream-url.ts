@@ -1,18 +1,24 @@
 import type { Request } from 'express';
 import type { ResolvedRoute } from './config';
+import { BadRequestError } from './route-errors';
 
 /**
- * The URL a request is relayed to. OpenAI and Anthropic routes: the route's `url` as configured.
- * Passthrough routes: the route's `url` plus the client's query parameters whose names the
- * configured URL does not set. A configured parameter wins: a client value for it is dropped,
- * never appended as a second value (`?model=a` configured, `?model=b&x=1` from the client →
- * `?model=a&x=1`). Parameter names compare exactly, as `URLSearchParams` does.
+ * The URL a request is relayed to. OpenAI and Anthropic routes: the route's `url` as configured;
+ * a model's own path below a `models` route (`GET /v1/models/{model}`, `req.params.model`) adds
+ * the model id to it as one path segment ({@link modelUrl}). Passthrough routes: the route's
+ * `url` plus the client's query parameters whose names the configured URL does not set. A
+ * configured parameter wins: a client value for it is dropped, never appended as a second value
+ * (`?model=a` configured, `?model=b&x=1` from the client → `?model=a&x=1`). Parameter names
+ * compare exactly, as `URLSearchParams` does.
  *
  * @param route the resolved route (`url` set).
- * @param req the client request; only `originalUrl` is read.
+ * @param req the client request; only `originalUrl` and `params.model` are read.
  * @returns an absolute URL string.
+ * @throws BadRequestError (400) for a model id that is empty, `.` or `..`.
  */
-export function upstreamUrl(route: Pick<ResolvedRoute, 'provider'> & { url: string }, req: Pick<Request, 'originalUrl'>): string {
+export function upstreamUrl(route: Pick<ResolvedRoute, 'provider' | 'api'> & { url: string }, req: Pick<Request, 'originalUrl'> & Partial<Pick<Request, 'params'>>): string {
+  const model = route.api === 'models' ? req.params?.model : undefined;
+  if (typeof model === 'string') return modelUrl(route.url, model);
   if (route.provider !== 'passthrough') return route.url;
   const q = req.originalUrl.indexOf('?');
   if (q < 0) return route.url;
@@ -34,4 +40,18 @@ export function mergeQuery(base: string, clientQuery: string): string {
     added = true;
   }
   return added ? url.toString() : base;
+}
+
+/**
+ * `base` (a models route's URL, e.g. `http://vllm:8000/v1/models`) with `model` as one more path
+ * segment, percent-encoded (`org/model` → `…/v1/models/org%2Fmodel`); its query stays. An id
+ * that is empty, `.` or `..` would name another path once the URL is resolved: refused.
+ *
+ * @throws BadRequestError (400, `ERR_TIDEGATE_BAD_REQUEST`).
+ */
+export function modelUrl(base: string, model: string): string {
+  if (model === '' || model === '.' || model === '..') throw new BadRequestError(`not a model id: '${model}'`);
+  const url = new URL(base);
+  url.pathname = `${url.pathname.replace(/\/+$/, '')}/${encodeURIComponent(model)}`;
+  return url.toString();
 }

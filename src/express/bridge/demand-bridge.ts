@@ -4,6 +4,7 @@ import { ByteBudget } from '../../flow/budget';
 import type { Flow } from '../../flow/flow';
 import { ArrayQueue } from '../../flow/queue';
 import type { Subscriber, Subscription } from '../../flow/types';
+import { dropWrittenHead } from '../../http/node-hooks';
 import { formatError, sendHttpError } from '../error-shapes';
 import { chunkSize, toChunk, type Chunk } from './chunk';
 import { Heartbeat } from './heartbeat';
@@ -109,6 +110,7 @@ export class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
     if (this.finished || this.headWritten || this.res.destroyed) return;
     this.headWritten = true;
     this.res.flushHeaders();
+    dropWrittenHead(this.res);
   };
 
   // ---- Subscriber side -------------------------------------------------------------------
@@ -295,6 +297,7 @@ export class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
     if (this.finished) return;
     const { batch } = this;
     if (batch === undefined) return this.request();
+    const headWritten = this.headWritten;
     this.headWritten = true;
     let written: boolean;
     if (batch.length > 1 && this.batchBytes >= batch.length * COPY_BELOW_BYTES) {
@@ -306,6 +309,8 @@ export class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
       for (let i = 0; i < batch.length; i++) written = this.res.write(batch[i], i === batch.length - 1 ? this.afterWrite : undefined) && written;
       this.res.uncork();
     } else written = this.res.write(this.takeBatch() as Chunk, this.afterWrite);
+    // The head left with this first batch: the stream keeps no copy of it.
+    if (!headWritten) dropWrittenHead(this.res);
     if (!written) {
       this.socketFull = true;
       this.stallWatch.arm();

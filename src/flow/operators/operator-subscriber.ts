@@ -14,18 +14,30 @@ const NOT_SUBSCRIBED: Subscription = Object.freeze({ request() {}, cancel() {} }
  * downstream once. Subclasses override what their operator changes.
  */
 export abstract class OperatorSubscriber<I, O> implements Subscriber<I>, Subscription {
+  // The fields are `declare`d and set in the constructor: a class field initializer defines its
+  // property (define semantics), and V8 runs those defines on its slow path once the base sees
+  // more than four shapes, i.e. here, where every operator's subscriber is a subclass (about 1 µs
+  // per subscriber, against tens of ns for assignments).
+  /** The downstream subscriber. */
+  protected declare readonly actual: Subscriber<O>;
+  /** The discard context of the subscription. */
+  protected declare readonly context: FlowContext;
   /** The upstream subscription; a no-op placeholder until `onSubscribe`. */
-  protected upstream: Subscription = NOT_SUBSCRIBED;
+  protected declare upstream: Subscription;
   /** True once the upstream terminated, or this operator terminated the sequence itself. */
-  protected done = false;
+  protected declare done: boolean;
   /** True once the downstream cancelled. */
-  protected cancelled = false;
-  private subscribed = false;
+  protected declare cancelled: boolean;
+  private declare subscribed: boolean;
 
-  constructor(
-    protected readonly actual: Subscriber<O>,
-    protected readonly context: FlowContext,
-  ) {}
+  constructor(actual: Subscriber<O>, context: FlowContext) {
+    this.actual = actual;
+    this.context = context;
+    this.upstream = NOT_SUBSCRIBED;
+    this.done = false;
+    this.cancelled = false;
+    this.subscribed = false;
+  }
 
   onSubscribe(s: Subscription): void {
     if (this.subscribed) {

@@ -27,7 +27,7 @@ export const API_SPECS: Readonly<Record<RouteApi, RouteApiSpec>> = {
   chat: { provider: 'openai', path: '/v1/chat/completions', methods: ['POST'], streams: true, summary: 'OpenAI Chat Completions, streaming or not' },
   responses: { provider: 'openai', path: '/v1/responses', methods: ['POST'], streams: true, summary: 'OpenAI Responses, streaming or not' },
   completions: { provider: 'openai', path: '/v1/completions', methods: ['POST'], streams: true, summary: 'OpenAI legacy completions, streaming or not' },
-  models: { provider: 'openai', path: '/v1/models', methods: ['GET'], streams: false, summary: 'OpenAI model list (JSON)' },
+  models: { provider: 'openai', path: '/v1/models', methods: ['GET'], streams: false, summary: 'OpenAI model list, and one model below it (JSON)' },
   embeddings: { provider: 'openai', path: '/v1/embeddings', methods: ['POST'], streams: false, summary: 'OpenAI embeddings (JSON)' },
   messages: { provider: 'anthropic', path: '/v1/messages', methods: ['POST'], streams: true, summary: 'Anthropic Messages, streaming or not' },
   count_tokens: { provider: 'anthropic', path: '/v1/messages/count_tokens', methods: ['POST'], streams: false, summary: 'Anthropic token counting (JSON)' },

@@ -168,7 +168,14 @@ export class StreamContext {
     for (const key of Object.keys(fields)) entry[key] = fields[key];
     entry.inputTokens = this.usage.inputTokens;
     entry.outputTokens = this.usage.outputTokens;
-    logger.info('stream', entry);
+    if (logger.defaultMeta == null) {
+      // winston logs an entry that has its `level` and `message` as it stands, where
+      // `info('stream', entry)` copies every key into a new object (and the defaults with it: a
+      // logger with `defaultMeta` keeps that path, where the entry's keys win). Same keys, same order.
+      entry.level = 'info';
+      entry.message = 'stream';
+      logger.log(entry as { level: string; message: string });
+    } else logger.info('stream', entry);
   }
 
   /**

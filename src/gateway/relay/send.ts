@@ -70,13 +70,24 @@ export async function sendToClient(stream: StreamContext, d: Delivery): Promise<
   });
   if (admission !== undefined) admission.flushWrites = () => handle?.flush();
   stream.handOverClientWatch();
-  let result: StreamResult;
-  try {
-    result = await handle.done;
-  } finally {
-    untrack();
-  }
-  metrics.bytesOut.inc({ route: route.path }, result.bytes);
+  // Chained, not awaited: a suspended async function would keep `d` (the operator chain) and
+  // its other locals for the stream's life.
+  return handle.done.then(
+    (result) => {
+      untrack();
+      delivered(stream, result);
+    },
+    (err: unknown) => {
+      untrack();
+      throw err;
+    },
+  );
+}
+
+/** Counts and logs a delivery that ended. */
+function delivered(stream: StreamContext, result: StreamResult): void {
+  const { res, env } = stream;
+  env.metrics.bytesOut.inc({ route: env.route.path }, result.bytes);
   stream.finish(streamOutcome(result), {
     status: res.statusCode,
     ttftMs: stream.ttftMs,
