@@ -63,7 +63,8 @@ export class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
   private bytes = 0;
   private readonly startedAt = performance.now();
   private ttftMs: number | undefined;
-  private lastWriteAt = Date.now();
+  /** When the stream last wrote (element or heartbeat), `Date.now()` ms (read by its {@link Heartbeat}). */
+  lastWriteAt = Date.now();
   private readonly heartbeat: Heartbeat;
   private readonly stallWatch: StallWatch;
   private readonly stallMs: number;
@@ -79,10 +80,24 @@ export class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
     this.budget = options.budget ?? new ByteBudget(options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES);
     this.budget.attachExternal(() => this.heldBytes + this.batchBytes + res.writableLength);
     this.stallMs = options.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_MS;
-    this.stallWatch = new StallWatch(res, this.stallMs, () => !this.finished && this.socketFull, () => this.finish('stalled', new StalledError(this.stallMs)));
-    this.heartbeat = new Heartbeat(options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS, () => this.lastWriteAt, () => {
-      if (!this.socketFull) this.write(PING, PING.length);
-    });
+    // The bridge is their stream (methods, not closures: no context per stream for them).
+    this.stallWatch = new StallWatch(res, this.stallMs, this);
+    this.heartbeat = new Heartbeat(options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS, this);
+  }
+
+  /** {@link Heartbeat}: a heartbeat is due; not into a full socket. */
+  beat(): void {
+    if (!this.socketFull) this.write(PING, PING.length);
+  }
+
+  /** {@link StallWatch}: the socket is still full and the stream running. */
+  stillFull(): boolean {
+    return !this.finished && this.socketFull;
+  }
+
+  /** {@link StallWatch}: no progress for the stall timeout. */
+  stalled(): void {
+    this.finish('stalled', new StalledError(this.stallMs));
   }
 
   start(flow: Flow<BridgeElement>): void {
