@@ -53,9 +53,17 @@ export interface RelayOptions {
 export async function relay(req: Request, res: Response, options: RelayOptions): Promise<void> {
   const stream = new StreamContext(req, res, options);
   // Chained, not awaited: a suspended async function keeps all its locals for the stream's life.
-  return relayStream(stream, req, res, options)
-    .then(undefined, (err: unknown) => failBeforeHeaders(stream, err))
-    .finally(() => stream.close());
+  // One reaction for both ends (a `.finally()` would add a promise and two closures per stream).
+  return relayStream(stream, req, res, options).then(
+    () => stream.close(),
+    (err: unknown) => {
+      try {
+        failBeforeHeaders(stream, err);
+      } finally {
+        stream.close();
+      }
+    },
+  );
 }
 
 /**

@@ -23,7 +23,7 @@ export interface Delivery extends Omit<OpenedStream, 'events'> {
  * Writes the stream to the client through the demand bridge (headers are committed here), keeps
  * it visible to the metrics and `/debug/streams` while it runs, and logs how it ended.
  */
-export async function sendToClient(stream: StreamContext, d: Delivery): Promise<void> {
+export function sendToClient(stream: StreamContext, d: Delivery): Promise<void> {
   const { res, env } = stream;
   const { route, metrics } = env;
   const { adapter } = stream;
@@ -51,7 +51,9 @@ export async function sendToClient(stream: StreamContext, d: Delivery): Promise<
   if (admission !== undefined) admission.flushWrites = () => handle.flush();
   stream.handOverClientWatch();
   // Chained, not awaited: a suspended async function would keep `d` (the operator chain) and
-  // its other locals for the stream's life.
+  // its other locals for the stream's life. Not an async function either: its promise would be
+  // resolved with this one through two more closures and a reaction. Called from async
+  // functions only, which turn a throw above into their rejection.
   return handle.done.then(
     (result) => {
       untrack();
