@@ -160,7 +160,7 @@ describe("node-fetch's per-call scope (releaseFetchListeners)", () => {
     expect(req.listenerCount('error')).toBe(1);
   });
 
-  it("a request's header map goes once its head was written: the upstream got every header, the socket serves the next request", async () => {
+  it("a request's header map and head string go once its head was written: the upstream got every header, the socket serves the next request", async () => {
     const seen: http.IncomingHttpHeaders[] = [];
     const ports = new Set<number>();
     server.removeAllListeners('request');
@@ -179,6 +179,10 @@ describe("node-fetch's per-call scope (releaseFetchListeners)", () => {
       expect(req.getHeader('x-one')).toEqual([`v${i}`]);
       dropSentHeaders(req);
       expect(req.getHeader('x-one')).toBeUndefined();
+      // The written head's string goes too; the request still reads as sent.
+      expect((req as unknown as { _header: string })._header).not.toContain('x-one');
+      expect(req.headersSent).toBe(true);
+      expect(() => req.setHeader('x-two', 'v')).toThrow(/after they are sent/);
       expect(await response.text()).toBe('data: a\n\n');
       await tick(10);
     }

@@ -235,6 +235,9 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
         }
         return track(serveResume(req, res, resumeFrom.streamId, resumeDeps, route.path));
       }
+      // The router's `next` (with its dispatch state and final handler) would otherwise live as
+      // long as the stream; the relay answers every error itself.
+      req.next = undefined;
       track(relay(req, res, {
         route: route as ResolvedRoute & { url: string },
         adapter,

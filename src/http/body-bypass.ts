@@ -5,15 +5,44 @@ import { muteBodyCallbacks, readBeingParsed, setReadHook, UPSTREAM_MAX_READ_BYTE
 /** Where a read's body bytes are gathered before they are copied into a chunk of their own. */
 const scratch = Buffer.allocUnsafeSlow(UPSTREAM_MAX_READ_BYTES);
 
-/** Body chunks from this size on are lent out of a buffer that goes back to {@link spare} once released. */
+/** Body chunks from this size on are lent out of a buffer that goes back to {@link free} once released. */
 const LEND_MIN_BYTES = 16 * 1024;
 
+/** Most buffers {@link free} keeps. */
+const FREE_MAX = 8;
+
+/** Most lent buffers a response keeps until its consumer releases them (older ones are left to the collector). */
+const HELD_MAX = 4;
+
 /**
- * A buffer of a body chunk whose views are all gone (its consumer said so: `released`), taken by
- * the next read's body of any stream instead of a new allocation. At most one: reads are handled
- * one at a time, and a released chunk is given back within the read that lent it.
+ * Buffers of body chunks whose views are all gone (their consumer said so: `released`), taken by
+ * later reads' bodies of any stream instead of new allocations. A read takes the smallest one
+ * its bytes fit in; at most {@link FREE_MAX}, the largest ones given back.
  */
-let spare: Buffer | undefined;
+const free: Buffer[] = [];
+
+/** The index in {@link free} of the smallest buffer of at least `bytes`, or -1. */
+function freeFitting(bytes: number): number {
+  let best = -1;
+  for (let i = 0; i < free.length; i++) if (free[i].length >= bytes && (best < 0 || free[i].length < free[best].length)) best = i;
+  return best;
+}
+
+/** Puts `buffer` in {@link free}; a full list keeps the larger buffers (a small one fits fewer reads). */
+function giveBack(buffer: Buffer): void {
+  if (free.length < FREE_MAX) return void free.push(buffer);
+  let smallest = 0;
+  for (let i = 1; i < free.length; i++) if (free[i].length < free[smallest].length) smallest = i;
+  if (free[smallest].length < buffer.length) free[smallest] = buffer;
+}
+
+/** Takes `free[i]` out of the list. */
+function takeFree(i: number): Buffer {
+  const buffer = free[i];
+  const last = free.pop() as Buffer;
+  if (i < free.length) free[i] = last;
+  return buffer;
+}
 
 /**
  * Takes the body of `res` off Node's HTTP parser callbacks: the parser goes on framing every
@@ -30,12 +59,14 @@ let spare: Buffer | undefined;
  * Must be called from the request's `'response'` listener. `onRead` is called after each read
  * went through the parser, its body bytes pushed.
  *
- * `released`, when given, is asked once the next read of the socket was sized (the read's bytes
- * went as far down the chain as they go synchronously, the consumer flushed what it batched):
- * `true` promises that no view of any body chunk pushed so far is held anywhere any longer.
- * The buffer of the read's chunk (when at least 16 KiB) is then reused for a later read's body,
- * of this response or another, instead of waiting for V8 to collect it; a wrong `true` would let
- * that read overwrite bytes still held. Without `released` every chunk is a new allocation.
+ * `released`, when given, is asked before a read's body is pushed and once the next read of the
+ * socket was sized (the read's bytes went as far down the chain as they go synchronously, the
+ * consumer flushed what it batched): `true` promises that no view of any body chunk pushed so
+ * far is held anywhere any longer. The buffers of the response's chunks of at least 16 KiB
+ * pushed since the last `true` (the last four of them) then go to a process-wide free list and
+ * take later reads' bodies, of this response or another, instead of waiting for V8 to collect
+ * them; a wrong `true` would let such a read overwrite bytes still held. Without `released`
+ * every chunk is a new allocation.
  *
  * If the decoder and the parser disagree on where the body ends, or the decoder does not
  * understand framing the parser accepted, the socket is destroyed (`ECONNRESET`): never a short
@@ -60,8 +91,10 @@ export function bypassBodyCallbacks(res: http.IncomingMessage, method: string, o
 
 /** One response whose body bypasses the parser's callbacks (see {@link bypassBodyCallbacks}). */
 class BodyBypass implements ReadHook {
-  /** The buffer of the last chunk pushed, while `released` may still give it back to {@link spare}. */
+  /** The buffer of the last chunk pushed, until {@link hold} moves it to {@link held}. */
   private lent: Buffer | undefined;
+  /** Buffers of chunks pushed and not released yet, oldest first (at most {@link HELD_MAX}). */
+  private held: Buffer[] | undefined;
 
   constructor(
     private readonly socket: import('node:net').Socket,
@@ -79,17 +112,20 @@ class BodyBypass implements ReadHook {
   /** The read's body bytes from `from`, one push. Before the parser, so bytes ahead of a framing error reach the response before the error does. */
   take(bytes: Buffer, from: number): void {
     const need = bytes.length - from;
-    // A spare buffer takes the body directly (no copy out of scratch).
-    const reuse = this.released !== undefined && spare !== undefined && spare.length >= need ? spare : undefined;
+    // Chunks held at the last read may have been let go since (a lagging client's socket drained).
+    this.hold();
+    if (this.held !== undefined && this.held.length > 0 && (this.released as () => boolean)()) this.giveBackHeld();
+    // A free buffer takes the body directly (no copy out of scratch).
+    const fit = this.released === undefined ? -1 : freeFitting(need);
+    const reuse = fit < 0 ? undefined : free[fit];
     const out = reuse ?? (need <= scratch.length ? scratch : Buffer.allocUnsafe(need));
     const n = this.framing.decode(bytes, from, bytes.length, out, 0);
     const { res } = this;
     if (n === 0 || res.destroyed) return;
     let body: Buffer;
     if (reuse !== undefined && n * 2 > reuse.length) {
-      // Lent: the chunk is a view of the spare (at most twice its bytes held by its views).
-      spare = undefined;
-      this.lent = reuse;
+      // Lent: the chunk is a view of the free buffer (at most twice its bytes held by its views).
+      this.lent = takeFree(fit);
       body = n === reuse.length ? reuse : reuse.subarray(0, n);
     } else if (this.released !== undefined && n >= LEND_MIN_BYTES && n * 2 > need) {
       // Lendable: as large as the read, so that it can take a read's body like this one.
@@ -100,18 +136,32 @@ class BodyBypass implements ReadHook {
     } else {
       body = Buffer.allocUnsafe(n);
       body.set(n === out.length ? out : out.subarray(0, n));
-      this.lent = undefined;
     }
     // As Node's parserOnBody: a full response stops reading its socket until it is read.
     if (!res.push(body)) this.socket.pause();
   }
 
-  /** The read's bytes went as far as they go: the chunk's buffer becomes the spare if its consumer released it. */
+  /** The read's bytes went as far as they go: if the consumer released every chunk, their buffers go to {@link free}. */
   afterSized(): void {
+    this.hold();
+    if (this.held !== undefined && this.held.length > 0 && (this.released as () => boolean)()) this.giveBackHeld();
+  }
+
+  /** Gives every buffer of {@link held} to {@link free}: `released` just said none of their views is held. */
+  private giveBackHeld(): void {
+    const held = this.held as Buffer[];
+    for (let i = 0; i < held.length; i++) giveBack(held[i]);
+    held.length = 0;
+  }
+
+  /** Keeps the last chunk's buffer among {@link held} (dropping the oldest beyond {@link HELD_MAX}). */
+  private hold(): void {
     const { lent } = this;
     if (lent === undefined) return;
     this.lent = undefined;
-    if ((spare === undefined || spare.length < lent.length) && (this.released as () => boolean)()) spare = lent;
+    const held = (this.held ??= []);
+    if (held.length === HELD_MAX) held.shift();
+    held.push(lent);
   }
 
   /** Ends the bypass with the body; checks that the decoder and the parser agree. */
@@ -131,7 +181,7 @@ class BodyBypass implements ReadHook {
   }
 
   private end(): void {
-    this.lent = undefined;
+    this.lent = this.held = undefined;
     setReadHook(this.socket, undefined);
     this.parser.restore();
   }

@@ -56,11 +56,13 @@ export interface UpstreamRequest {
    */
   readBytes?: ((unreadBytes: number) => number) | undefined;
   /**
-   * With {@link readBytes}: asked after each read once the next one was sized, `true` when the
-   * consumer holds no view of any body chunk the call delivered (every byte went on to the
-   * kernel or was dropped). The call then reuses the last chunk's buffer for a later read's body
-   * instead of leaving it to the garbage collector. Only for a consumer that knows every holder
-   * of its chunks: a wrong `true` lets a later read overwrite bytes still held.
+   * With {@link readBytes}: asked before a read's body is pushed and after each read once the
+   * next one was sized, `true` when no view of any body chunk the call pushed is held, neither by
+   * the consumer nor unread in the call ({@link UpstreamStream.bufferedBytes} is 0): every byte
+   * went on to the kernel or was dropped. The call then reuses the buffers of its chunks for
+   * later reads' bodies instead of leaving them to the garbage collector. Only for a consumer
+   * that knows every holder of its chunks: a wrong `true` lets a later read overwrite bytes still
+   * held.
    */
   bodyReleased?: (() => boolean) | undefined;
   /**

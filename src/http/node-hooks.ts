@@ -15,6 +15,7 @@
  * | `Socket#destroySoon` replaced | Node's HTTP server ends a `Connection: close` response's socket with `socket.destroySoon()` | a lingering close instead of a reset while a client still uploads |
  * | agent view (`callAgent`) | as the `addRequest` wrapper, on a caller's own agent | the same, without changing the caller's agent |
  * | request header map dropped ({@link dropSentHeaders}) | a `ClientRequest` keeps its headers under the `kOutHeaders` symbol; once `_header` is written Node reads them only for `getHeader()` and kin | a held stream keeps only its written head |
+ * | written head dropped ({@link dropWrittenHead}) | an `OutgoingMessage` keeps its rendered head in `_header`; once `_headerSent`, Node tests `_header` only for truth | a held stream keeps no copy of the heads it wrote |
  * | response header map dropped ({@link dropReceivedHeaders}) | an `IncomingMessage`'s `headers` (a setter over its cached map) and `rawHeaders` are read by Node only while the head is parsed | a held stream keeps no copy of the upstream's head |
  * | node-fetch's listeners dropped ({@link releaseFetchListeners}) | node-fetch 2 keeps its `fetch()` scope (`Request`, headers, body, options) only through its listeners on the `ClientRequest`, the response and the signal | a held stream keeps none of its request's objects |
  *
@@ -22,7 +23,7 @@
  * {@link expectRedirect}, {@link setReadCall} / {@link readCallOf}, {@link bodyIsResponse},
  * {@link setReadHook}, {@link readBeingParsed}, {@link muteBodyCallbacks}, {@link CallSignal},
  * {@link onServerClose}, {@link socketFd}, {@link acceptedBy}, {@link setUpstreamReceiveBytes},
- * {@link releaseFetchListeners}, {@link dropSentHeaders}, {@link dropReceivedHeaders}, the read sizes.
+ * {@link releaseFetchListeners}, {@link dropSentHeaders}, {@link dropWrittenHead}, {@link dropReceivedHeaders}, the read sizes.
  */
 import http from 'node:http';
 import https from 'node:https';
@@ -416,6 +417,19 @@ export function dropSentHeaders(req: http.ClientRequest): void {
   if (typeof (req as { _header?: unknown })._header !== 'string') return;
   if (kOutHeaders === undefined) kOutHeaders = Object.getOwnPropertySymbols(req).find((s) => s.description === 'kOutHeaders') ?? null;
   if (kOutHeaders !== null) (req as unknown as Record<symbol, unknown>)[kOutHeaders] = null;
+  dropWrittenHead(req);
+}
+
+/** Stands in for a written head: Node only tests it for truth once it was sent. */
+const WRITTEN_HEAD = 'HTTP head written\r\n\r\n';
+/**
+ * Replaces the head string a request or response keeps once it was written (`_header`, ~250 B
+ * per held stream) with a shared one: after `_headerSent`, Node reads `_header` only as a boolean
+ * (`headersSent`, the guards that throw `ERR_HTTP_HEADERS_SENT`).
+ */
+export function dropWrittenHead(msg: http.OutgoingMessage): void {
+  const m = msg as unknown as { _header?: unknown; _headerSent?: unknown };
+  if (m._headerSent === true && typeof m._header === 'string') m._header = WRITTEN_HEAD;
 }
 
 const NO_HEADERS: http.IncomingHttpHeaders = Object.freeze(Object.create(null) as http.IncomingHttpHeaders);

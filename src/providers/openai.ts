@@ -122,7 +122,7 @@ function fastContent(data: string, state: FastState): string | undefined {
     const prefix = data.slice(0, at);
     if (!cleanKeys(prefix) || !atTopLevel(prefix)) return undefined;
     start = at + CHOICE_PREFIX.length;
-    state.head = data.slice(0, start);
+    state.head = detached(data.slice(0, start));
   }
   // The closing quote of the content: the first `"` not escaped by an odd run of backslashes.
   let end = data.indexOf('"', start);
@@ -138,7 +138,7 @@ function fastContent(data: string, state: FastState): string | undefined {
   if (!(state.suffix.length > 0 && data.length - suffixAt === state.suffix.length && data.endsWith(state.suffix))) {
     const suffix = data.slice(suffixAt);
     if (suffix.charCodeAt(suffix.length - 1) !== 0x7d || !cleanKeys(suffix)) return undefined;
-    state.suffix = suffix;
+    state.suffix = detached(suffix);
   }
   if (data.indexOf('\\', start) < 0 || data.indexOf('\\', start) > end) return data.slice(start, end);
   try {
@@ -146,6 +146,15 @@ function fastContent(data: string, state: FastState): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * A copy of `part` that does not keep the chunk it was cut from: a V8 slice references its
+ * parent string, which a held stream would otherwise keep until a chunk of another layout
+ * (`utf16le` round-trips any string). Runs when the layout changes, not per chunk.
+ */
+function detached(part: string): string {
+  return Buffer.from(part, 'utf16le').toString('utf16le');
 }
 
 /** No `"error"` key and no `"usage"` other than `null` in this part of the chunk. */

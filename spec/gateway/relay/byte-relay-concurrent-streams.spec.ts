@@ -13,11 +13,11 @@ const BUDGETS = [30 * KIB, 33 * KIB + 7, 40 * KIB, 48 * KIB, 64 * KIB, 100 * KIB
 const sha = (b: Buffer): string => crypto.createHash('sha256').update(b).digest('hex');
 
 /** Stream `i`'s upstream body: events of varied sizes (1 B .. 7 KiB of data), UTF-8, CRLF on some. */
-function body(i: number): Buffer {
+function body(i: number, bytes = 700 * KIB): Buffer {
   const events: string[] = [];
   let n = 0;
   let k = 0;
-  while (n < 700 * KIB) {
+  while (n < bytes) {
     const len = ((k * 7919 + i * 104729) % 7000) + 1;
     const eol = k % 5 === 0 ? '\r\n' : '\n';
     const e = `id: ${i}-${k}${eol}data: ${'€😀a'.repeat(Math.ceil(len / 8)).slice(0, len)}${eol}${eol}`;
@@ -85,4 +85,40 @@ describe('byte relay, ten concurrent streams, exact bytes', () => {
     const report = cs.map((c, i) => `r${i}: ${sha(Buffer.from(c.body(), 'utf8')) === sha(Buffer.from((sent[i] as Buffer).toString('utf8').replace(/\r\n/g, '\n'))) ? 'ok' : 'CORRUPT'}`);
     expect(report).toEqual(BUDGETS.map((_, i) => `r${i}: ok`));
   }, 40_000);
+});
+
+/**
+ * Twelve streams with the same budget (so the reads of one fit the buffers of another's):
+ * stalled, slow and fast clients mixed, the buffers of released reads reused across them while
+ * lagging streams' sockets hold frames; every byte checked.
+ */
+describe('byte relay, equal budgets, stalled, slow and fast clients mixed, exact bytes', () => {
+  const STREAMS = 12;
+  const h = useRelayHarness((url) =>
+    Array.from({ length: STREAMS }, (_, i) => ({ path: `/m${i}`, provider: 'passthrough', url: `${url}/m${i}`, policy: { maxBufferedBytes: 64 * KIB, overflow: 'pause', stallTimeoutMs: 0, relay: 'bytes' } })),
+  );
+  const { clients } = h;
+
+  it('a read never takes the buffer of frames a lagging stream still holds', async () => {
+    const sent = Array.from({ length: STREAMS }, (_, i) => body(i + 60, 1024 * KIB));
+    sent.forEach((all, i) => {
+      const piece = [65_536, 20_000, 33_333][i % 3] as number;
+      h.up.scripts.set(`/m${i}`, () => {
+        const steps: Step[] = [];
+        for (let at = 0; at < all.length; at += piece) steps.push(all.subarray(at, at + piece));
+        return steps;
+      });
+    });
+    const cs = await Promise.all(sent.map((_, i) => RawClient.request(h.gw.port, `/m${i}`)));
+    clients.push(...cs);
+    // A third stall, a third read in bursts (their sockets hold unsent bytes between reads), a
+    // third read everything; after 1.5 s every client reads everything.
+    cs.forEach((c, i) => (i % 3 === 1 ? c.readAtRate(1024 * KIB, 50) : i % 3 === 2 ? c.readAll() : undefined));
+    await new Promise((r) => setTimeout(r, 1500));
+    cs.forEach((c, i) => i % 3 !== 2 && c.readAll());
+    const closed = await Promise.all(cs.map((c) => c.waitClosed(30_000)));
+    expect(closed.every(Boolean)).toBe(true);
+    const report = cs.map((c, i) => `m${i}: ${sha(Buffer.from(c.body(), 'utf8')) === sha(Buffer.from((sent[i] as Buffer).toString('utf8').replace(/\r\n/g, '\n'))) ? 'ok' : 'CORRUPT'}`);
+    expect(report).toEqual(sent.map((_, i) => `m${i}: ok`));
+  }, 60_000);
 });

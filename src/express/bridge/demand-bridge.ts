@@ -4,6 +4,7 @@ import { ByteBudget } from '../../flow/budget';
 import type { Flow } from '../../flow/flow';
 import { ArrayQueue } from '../../flow/queue';
 import type { Subscriber, Subscription } from '../../flow/types';
+import { dropWrittenHead } from '../../http/node-hooks';
 import { formatError, sendHttpError } from '../error-shapes';
 import { chunkSize, toChunk, type Chunk } from './chunk';
 import { Heartbeat } from './heartbeat';
@@ -62,7 +63,8 @@ export class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
   private bytes = 0;
   private readonly startedAt = performance.now();
   private ttftMs: number | undefined;
-  private lastWriteAt = Date.now();
+  /** When the stream last wrote (element or heartbeat), `Date.now()` ms (read by its {@link Heartbeat}). */
+  lastWriteAt = Date.now();
   private readonly heartbeat: Heartbeat;
   private readonly stallWatch: StallWatch;
   private readonly stallMs: number;
@@ -78,10 +80,24 @@ export class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
     this.budget = options.budget ?? new ByteBudget(options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES);
     this.budget.attachExternal(() => this.heldBytes + this.batchBytes + res.writableLength);
     this.stallMs = options.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_MS;
-    this.stallWatch = new StallWatch(res, this.stallMs, () => !this.finished && this.socketFull, () => this.finish('stalled', new StalledError(this.stallMs)));
-    this.heartbeat = new Heartbeat(options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS, () => this.lastWriteAt, () => {
-      if (!this.socketFull) this.write(PING, PING.length);
-    });
+    // The bridge is their stream (methods, not closures: no context per stream for them).
+    this.stallWatch = new StallWatch(res, this.stallMs, this);
+    this.heartbeat = new Heartbeat(options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS, this);
+  }
+
+  /** {@link Heartbeat}: a heartbeat is due; not into a full socket. */
+  beat(): void {
+    if (!this.socketFull) this.write(PING, PING.length);
+  }
+
+  /** {@link StallWatch}: the socket is still full and the stream running. */
+  stillFull(): boolean {
+    return !this.finished && this.socketFull;
+  }
+
+  /** {@link StallWatch}: no progress for the stall timeout. */
+  stalled(): void {
+    this.finish('stalled', new StalledError(this.stallMs));
   }
 
   start(flow: Flow<BridgeElement>): void {
@@ -109,6 +125,7 @@ export class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
     if (this.finished || this.headWritten || this.res.destroyed) return;
     this.headWritten = true;
     this.res.flushHeaders();
+    dropWrittenHead(this.res);
   };
 
   // ---- Subscriber side -------------------------------------------------------------------
@@ -295,6 +312,7 @@ export class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
     if (this.finished) return;
     const { batch } = this;
     if (batch === undefined) return this.request();
+    const headWritten = this.headWritten;
     this.headWritten = true;
     let written: boolean;
     if (batch.length > 1 && this.batchBytes >= batch.length * COPY_BELOW_BYTES) {
@@ -306,6 +324,8 @@ export class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
       for (let i = 0; i < batch.length; i++) written = this.res.write(batch[i], i === batch.length - 1 ? this.afterWrite : undefined) && written;
       this.res.uncork();
     } else written = this.res.write(this.takeBatch() as Chunk, this.afterWrite);
+    // The head left with this first batch: the stream keeps no copy of it.
+    if (!headWritten) dropWrittenHead(this.res);
     if (!written) {
       this.socketFull = true;
       this.stallWatch.arm();

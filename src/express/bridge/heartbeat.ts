@@ -1,7 +1,15 @@
+/** What a {@link Heartbeat} reads of its stream and asks of it. */
+export interface HeartbeatStream {
+  /** When the stream last wrote (element or heartbeat), `Date.now()` ms. */
+  readonly lastWriteAt: number;
+  /** Writes a heartbeat, if it can now (not into a full socket). */
+  beat(): void;
+}
+
 /**
  * Writes a heartbeat after `heartbeatMs` of silence: re-armed for what remains of the interval
- * after each write, so a busy stream sends none. `beat` decides whether it can write now (not
- * into a full socket).
+ * after each write, so a busy stream sends none. The stream's `beat` decides whether it can
+ * write now (not into a full socket).
  */
 export class Heartbeat {
   private timer: NodeJS.Timeout | undefined;
@@ -9,9 +17,7 @@ export class Heartbeat {
 
   constructor(
     private readonly heartbeatMs: number,
-    /** When the stream last wrote (element or heartbeat), `Date.now()` ms. */
-    private readonly lastWriteAt: () => number,
-    private readonly beat: () => void,
+    private readonly stream: HeartbeatStream,
   ) {}
 
   /** Arms the first heartbeat (no-op when `heartbeatMs` is 0). */
@@ -33,7 +39,7 @@ export class Heartbeat {
   private readonly onTimer = (): void => {
     this.timer = undefined;
     if (this.stopped) return;
-    if (Date.now() - this.lastWriteAt() >= this.heartbeatMs) this.beat();
-    this.arm(Math.max(1, this.heartbeatMs - (Date.now() - this.lastWriteAt())));
+    if (Date.now() - this.stream.lastWriteAt >= this.heartbeatMs) this.stream.beat();
+    this.arm(Math.max(1, this.heartbeatMs - (Date.now() - this.stream.lastWriteAt)));
   };
 }

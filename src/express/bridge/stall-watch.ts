@@ -1,10 +1,18 @@
 import type { ServerResponse } from 'node:http';
 import { ProgressSampler, stallTickMs } from './progress';
 
+/** What a {@link StallWatch} asks of its stream. */
+export interface StallWatched {
+  /** True while the socket is still full and the stream running (checked at each tick). */
+  stillFull(): boolean;
+  /** No progress for `stallMs`: called once. */
+  stalled(): void;
+}
+
 /**
  * Watches a full socket for a reader that stopped: progress is any byte the kernel accepts (a
  * shrinking unsent count, a moving kernel send queue), not only `'drain'`, since a reader taking
- * 1 KiB/s may need many seconds per `'drain'`. Calls `onStalled` once no progress was seen for
+ * 1 KiB/s may need many seconds per `'drain'`. Calls the stream's `stalled` once no progress was seen for
  * `stallMs`. 0 disables it.
  */
 export class StallWatch {
@@ -16,9 +24,7 @@ export class StallWatch {
   constructor(
     res: ServerResponse,
     private readonly stallMs: number,
-    /** True while the socket is still full and the stream running (checked at each tick). */
-    private readonly stillFull: () => boolean,
-    private readonly onStalled: () => void,
+    private readonly stream: StallWatched,
   ) {
     this.tickMs = stallTickMs(stallMs);
     this.sampler = new ProgressSampler(res, this.tickMs);
@@ -40,10 +46,10 @@ export class StallWatch {
 
   private readonly check = (): void => {
     this.timer = undefined;
-    if (!this.stillFull()) return;
+    if (!this.stream.stillFull()) return;
     const now = Date.now();
     if (this.sampler.moved()) this.lastProgressAt = now;
-    if (now - this.lastProgressAt >= this.stallMs) return this.onStalled();
+    if (now - this.lastProgressAt >= this.stallMs) return this.stream.stalled();
     this.timer = setTimeout(this.check, Math.min(this.stallMs - (now - this.lastProgressAt), this.tickMs));
   };
 }

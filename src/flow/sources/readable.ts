@@ -1,4 +1,4 @@
-import { finished, type Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { addDemand } from '../demand';
 import { discard, discardAll } from '../discard';
 import { Flow } from '../flow';
@@ -49,7 +49,8 @@ class ReadableSubscription<T> implements Subscription {
   private finished = false;
   /** The stream failed: signalled once the chunks it had buffered were delivered. */
   private failure: { error: unknown } | undefined;
-  private stopWatching: (() => void) | undefined;
+  /** Listening to the stream (from {@link start} until {@link detach}). */
+  private watching = false;
 
   constructor(
     private readonly actual: Subscriber<T>,
@@ -83,22 +84,35 @@ class ReadableSubscription<T> implements Subscription {
     this.drainParked();
   };
 
+  // The stream's end as `stream.finished()` would report it for a readable, with two listeners
+  // instead of that helper's eight closures per stream: its 'error', or a 'close' without 'end'.
+  private readonly onError = (err: unknown): void => this.failed(err);
+
+  private readonly onClose = (): void => {
+    // Destroyed without an error after its last push but before 'end': no 'end' will come.
+    const err = this.readable.errored ?? undefined;
+    this.failed(err ?? (this.ended ? undefined : Object.assign(new Error('Premature close'), { code: 'ERR_STREAM_PREMATURE_CLOSE' })));
+  };
+
+  private failed(error: unknown): void {
+    if (this.finished || this.failure !== undefined || error === undefined) return;
+    // What the stream had buffered before it failed is still delivered, then the error.
+    this.readable.off('data', this.onData);
+    for (let chunk = this.readable.read() as T | null; chunk !== null; chunk = this.readable.read() as T | null) this.park(chunk);
+    this.failure = { error };
+    this.drainParked();
+  }
+
   start(): void {
     if (this.finished) return;
     this.readable.pause();
     this.readable.on('data', this.onData);
     this.readable.on('end', this.onEnd);
-    this.stopWatching = finished(this.readable, { writable: false }, (err) => {
-      if (this.finished || this.failure !== undefined) return;
-      // Destroyed without an error after its last push but before 'end': no 'end' will come.
-      const error = err ?? (this.ended ? undefined : Object.assign(new Error('Premature close'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
-      if (error === undefined) return;
-      // What the stream had buffered before it failed is still delivered, then the error.
-      this.readable.off('data', this.onData);
-      for (let chunk = this.readable.read() as T | null; chunk !== null; chunk = this.readable.read() as T | null) this.park(chunk);
-      this.failure = { error };
-      this.drainParked();
-    });
+    this.readable.on('error', this.onError);
+    this.readable.on('close', this.onClose);
+    this.watching = true;
+    // Closed already: no 'close' will come.
+    if (this.readable.closed) process.nextTick(this.onClose);
     if (this.demand > 0) this.readable.resume();
   }
 
@@ -106,7 +120,7 @@ class ReadableSubscription<T> implements Subscription {
     if (this.finished) return;
     this.demand = addDemand(this.demand, n);
     this.drainParked();
-    if (!this.finished && this.failure === undefined && this.demand > 0 && this.stopWatching !== undefined) this.readable.resume();
+    if (!this.finished && this.failure === undefined && this.demand > 0 && this.watching) this.readable.resume();
   }
 
   cancel(): void {
@@ -145,8 +159,9 @@ class ReadableSubscription<T> implements Subscription {
     if (this.options.parked !== undefined) this.options.parked.bytes = 0;
     this.readable.off('data', this.onData);
     this.readable.off('end', this.onEnd);
-    this.stopWatching?.();
-    this.stopWatching = undefined;
+    this.readable.off('error', this.onError);
+    this.readable.off('close', this.onClose);
+    this.watching = false;
   }
 }
 

@@ -52,51 +52,65 @@ export interface RelayOptions {
  */
 export async function relay(req: Request, res: Response, options: RelayOptions): Promise<void> {
   const stream = new StreamContext(req, res, options);
-  const { route } = options;
-  try {
-    const ask = clientAsk(req, route);
-    const request = upstreamRequest(req, route, options.adapter, ask, stream.signal);
-    // Nothing about the upstream reaches the client: its credentials leave every relayed body and
-    // frame, its URL every error.
-    const redaction = stream.redactWith(upstreamRedaction(request.url, route.apiKey, request.headers ?? {}));
-    const plan = planStream(route, res, ask, options.policy !== undefined);
-    if (plan.kind === 'whole') return await relayWhole(stream, request);
-    stream.early = scheduleEarlyCommit(res, { afterMs: route.policy.earlyCommitMs, heartbeatMs: route.policy.heartbeatMs, headers: { 'X-Tidegate-Stream-Id': stream.streamId } });
+  // Chained, not awaited: a suspended async function keeps all its locals for the stream's life.
+  // One reaction for both ends (a `.finally()` would add a promise and two closures per stream).
+  return relayStream(stream, req, res, options).then(
+    () => stream.close(),
+    (err: unknown) => {
+      try {
+        failBeforeHeaders(stream, err);
+      } finally {
+        stream.close();
+      }
+    },
+  );
+}
 
-    const budget = new ByteBudget(route.policy.maxBufferedBytes);
-    const { events, ...opened } = await openStream(stream, request, plan, budget);
-    // The upstream call was built from the client's JSON body and sent: only a policy (given the
-    // request) may read it again.
-    if (options.policy === undefined) req.body = undefined;
-    const flow = policyChain(events, {
-      route,
-      budget,
-      scrubber: redaction.keys,
-      policy: options.policy,
-      req,
-      streamId: stream.streamId,
-      usage: stream.usage,
-      onFirstToken: () => stream.firstToken(),
-    });
-    if (route.resume === undefined || options.resume === undefined) return await sendToClient(stream, { flow, budget, ...opened });
-    // Resumable: the first client reads the shared stream like any later one; the stream (and
-    // this request's lifetime: its timeouts, the shutdown) lasts until no reader comes back.
-    const shared = options.resume.share(stream.streamId, flow, { ...route, resume: route.resume }, req, { isKeepAlive: options.adapter.isKeepAlive, aliasOf: options.adapter.resumeAliasOf });
-    const releaseSlot = options.holdSlot?.();
-    if (releaseSlot !== undefined) void shared.done.finally(releaseSlot);
-    const onAbort = (): void => shared.abort(stream.signal.reason);
-    if (stream.signal.aborted) onAbort();
-    stream.signal.addEventListener('abort', onAbort);
-    try {
-      await sendToClient(stream, { flow: shared.reader, budget, ...opened });
-      shared.cancelIfUnread();
-      await shared.done;
-    } finally {
-      stream.signal.removeEventListener('abort', onAbort);
-    }
-  } catch (err) {
-    failBeforeHeaders(stream, err);
+/**
+ * {@link relay} up to the delivery: returns once the client's delivery started, with its end,
+ * so that nothing of the set-up (the request, the plan, the operator chain) stays referenced
+ * from a suspended frame while the stream is held. A resumable stream waits here.
+ */
+async function relayStream(stream: StreamContext, req: Request, res: Response, options: RelayOptions): Promise<void> {
+  const { route } = options;
+  const ask = clientAsk(req, route);
+  const request = upstreamRequest(req, route, options.adapter, ask, stream.signal);
+  // Nothing about the upstream reaches the client: its credentials leave every relayed body and
+  // frame, its URL every error.
+  const redaction = stream.redactWith(upstreamRedaction(request.url, route.apiKey, request.headers ?? {}));
+  const plan = planStream(route, res, ask, options.policy !== undefined);
+  if (plan.kind === 'whole') return await relayWhole(stream, request);
+  stream.early = scheduleEarlyCommit(res, { afterMs: route.policy.earlyCommitMs, heartbeatMs: route.policy.heartbeatMs, headers: { 'X-Tidegate-Stream-Id': stream.streamId } });
+
+  const budget = new ByteBudget(route.policy.maxBufferedBytes);
+  const { events, ...opened } = await openStream(stream, request, plan, budget);
+  // The upstream call was built from the client's JSON body and sent: only a policy (given the
+  // request) may read it again.
+  if (options.policy === undefined) req.body = undefined;
+  const flow = policyChain(events, {
+    route,
+    budget,
+    scrubber: redaction.keys,
+    policy: options.policy,
+    req,
+    streamId: stream.streamId,
+    usage: stream.usage,
+    onFirstToken: () => stream.firstToken(),
+  });
+  if (route.resume === undefined || options.resume === undefined) return sendToClient(stream, { flow, budget, ...opened });
+  // Resumable: the first client reads the shared stream like any later one; the stream (and
+  // this request's lifetime: its timeouts, the shutdown) lasts until no reader comes back.
+  const shared = options.resume.share(stream.streamId, flow, { ...route, resume: route.resume }, req, { isKeepAlive: options.adapter.isKeepAlive, aliasOf: options.adapter.resumeAliasOf });
+  const releaseSlot = options.holdSlot?.();
+  if (releaseSlot !== undefined) void shared.done.finally(releaseSlot);
+  const onAbort = (): void => shared.abort(stream.signal.reason);
+  if (stream.signal.aborted) onAbort();
+  stream.signal.addEventListener('abort', onAbort);
+  try {
+    await sendToClient(stream, { flow: shared.reader, budget, ...opened });
+    shared.cancelIfUnread();
+    await shared.done;
   } finally {
-    stream.close();
+    stream.signal.removeEventListener('abort', onAbort);
   }
 }

@@ -6,11 +6,12 @@ import type { Flow } from '../../flow/flow';
 import { UpstreamHttpError } from '../../http/errors';
 import { codeOf } from '../../express/error-shapes';
 import { kernelQueueBytes } from '../../http/socket-options';
-import type { KernelBytes } from '../metrics';
+import type { KernelBytes, LiveStream, StreamSnapshot } from '../metrics';
 import type { StreamContext } from './context';
 import { ClientClosedError, errnoOf, errorOutcome, streamOutcome } from './outcome';
 import { FRAME_PREFETCH } from './plan';
-import type { OpenedStream } from './events';
+import type { HeldUpstream, OpenedStream } from './events';
+import type { ReadAdmission } from './read-admission';
 
 /** What {@link sendToClient} writes (`flow`, through the policies) and watches. */
 export interface Delivery extends Omit<OpenedStream, 'events'> {
@@ -22,40 +23,18 @@ export interface Delivery extends Omit<OpenedStream, 'events'> {
  * Writes the stream to the client through the demand bridge (headers are committed here), keeps
  * it visible to the metrics and `/debug/streams` while it runs, and logs how it ended.
  */
-export async function sendToClient(stream: StreamContext, d: Delivery): Promise<void> {
+export function sendToClient(stream: StreamContext, d: Delivery): Promise<void> {
   const { res, env } = stream;
   const { route, metrics } = env;
   const { adapter } = stream;
-  const { plan, budget, admission, reader } = d;
-  let handle: StreamHandle | undefined;
-  const kernelBytes = (): KernelBytes => {
-    const client = kernelQueueBytes(res.socket);
-    // The body is the IncomingMessage itself unless compressed: its socket is the upstream's.
-    const upstreamSocket = reader === undefined ? undefined : (reader.source as Partial<IncomingMessage>).socket;
-    return { clientSendQueue: client?.sendQueue, clientUnsent: client?.unsent, upstreamReceiveQueue: kernelQueueBytes(upstreamSocket)?.receiveQueue };
-  };
-  const untrack = metrics.track({
-    bufferedBytes: () => budget.used,
-    upstreamPaused: () => {
-      const body = reader?.source;
-      return body !== undefined && body.isPaused() && body.readableLength > 0 && !body.readableEnded;
-    },
-    describe: () => ({
-      streamId: stream.streamId,
-      route: route.path,
-      ageMs: stream.elapsed(),
-      bridge: handle?.state(),
-      upstream: reader === undefined ? undefined : { bufferedBytes: reader.bufferedBytes(), readsSized: reader.readsSized(), paused: reader.source.isPaused(), ended: reader.source.readableEnded },
-      heldReadDemand: admission?.heldDemand,
-      kernel: kernelBytes(),
-    }),
-    kernelBytes,
-  });
+  const { plan, budget, admission } = d;
+  const view = new DeliveryView(stream, budget, d.reader, admission);
+  const untrack = metrics.track(view);
   stream.early?.stop();
   // An early commit that never fired has nothing left to do: its timer and closures go now, not
   // when the stream ends.
   if (stream.early?.committed === false) stream.early = undefined;
-  handle = sendFlow(res, d.flow, {
+  const handle = sendFlow(res, d.flow, {
     prefetch: plan.kind === 'bytes' ? FRAME_PREFETCH : route.policy.prefetch,
     maxElementBytes: plan.kind === 'events' ? plan.maxElementBytes : undefined,
     onWritable: admission?.onWritten,
@@ -68,15 +47,73 @@ export async function sendToClient(stream: StreamContext, d: Delivery): Promise<
     signal: stream.signal,
     headers: { 'X-Tidegate-Stream-Id': stream.streamId },
   });
-  if (admission !== undefined) admission.flushWrites = () => handle?.flush();
+  view.handle = handle;
+  if (admission !== undefined) admission.flushWrites = () => handle.flush();
   stream.handOverClientWatch();
-  let result: StreamResult;
-  try {
-    result = await handle.done;
-  } finally {
-    untrack();
+  // Chained, not awaited: a suspended async function would keep `d` (the operator chain) and
+  // its other locals for the stream's life. Not an async function either: its promise would be
+  // resolved with this one through two more closures and a reaction. Called from async
+  // functions only, which turn a throw above into their rejection.
+  return handle.done.then(
+    (result) => {
+      untrack();
+      delivered(stream, result);
+    },
+    (err: unknown) => {
+      untrack();
+      throw err;
+    },
+  );
+}
+
+/**
+ * What the metrics and `/debug/streams` read of a stream while it is delivered: one object with
+ * methods per stream rather than a closure per reading.
+ */
+class DeliveryView implements LiveStream {
+  handle: StreamHandle | undefined;
+
+  constructor(
+    private readonly stream: StreamContext,
+    private readonly budget: ByteBudget,
+    private readonly reader: HeldUpstream | undefined,
+    private readonly admission: ReadAdmission | undefined,
+  ) {}
+
+  bufferedBytes(): number {
+    return this.budget.used;
   }
-  metrics.bytesOut.inc({ route: route.path }, result.bytes);
+
+  upstreamPaused(): boolean {
+    const body = this.reader?.source;
+    return body !== undefined && body.isPaused() && body.readableLength > 0 && !body.readableEnded;
+  }
+
+  describe(): StreamSnapshot {
+    const { stream, reader } = this;
+    return {
+      streamId: stream.streamId,
+      route: stream.env.route.path,
+      ageMs: stream.elapsed(),
+      bridge: this.handle?.state(),
+      upstream: reader === undefined ? undefined : { bufferedBytes: reader.bufferedBytes(), readsSized: reader.readsSized(), paused: reader.source.isPaused(), ended: reader.source.readableEnded },
+      heldReadDemand: this.admission?.heldDemand,
+      kernel: this.kernelBytes(),
+    };
+  }
+
+  kernelBytes(): KernelBytes {
+    const client = kernelQueueBytes(this.stream.res.socket);
+    // The body is the IncomingMessage itself unless compressed: its socket is the upstream's.
+    const upstreamSocket = this.reader === undefined ? undefined : (this.reader.source as Partial<IncomingMessage>).socket;
+    return { clientSendQueue: client?.sendQueue, clientUnsent: client?.unsent, upstreamReceiveQueue: kernelQueueBytes(upstreamSocket)?.receiveQueue };
+  }
+}
+
+/** Counts and logs a delivery that ended. */
+function delivered(stream: StreamContext, result: StreamResult): void {
+  const { res, env } = stream;
+  env.metrics.bytesOut.inc({ route: env.route.path }, result.bytes);
   stream.finish(streamOutcome(result), {
     status: res.statusCode,
     ttftMs: stream.ttftMs,
