@@ -8,6 +8,14 @@ const scratch = Buffer.allocUnsafeSlow(UPSTREAM_MAX_READ_BYTES);
 /** Body chunks from this size on are lent out of a buffer that goes back to {@link free} once released. */
 const LEND_MIN_BYTES = 16 * 1024;
 
+/** Lendable buffers are allocated in multiples of this many bytes: reads of a stream vary by a few bytes, and one a byte larger than every free buffer fits none. */
+const LEND_ROUND_BYTES = 4 * 1024;
+
+/** `bytes` rounded up to a multiple of {@link LEND_ROUND_BYTES}. */
+function roundUp(bytes: number): number {
+  return Math.ceil(bytes / LEND_ROUND_BYTES) * LEND_ROUND_BYTES;
+}
+
 /** Most buffers {@link free} keeps. */
 const FREE_MAX = 8;
 
@@ -127,12 +135,12 @@ class BodyBypass implements ReadHook {
       // Lent: the chunk is a view of the free buffer (at most twice its bytes held by its views).
       this.lent = takeFree(fit);
       body = n === reuse.length ? reuse : reuse.subarray(0, n);
-    } else if (this.released !== undefined && n >= LEND_MIN_BYTES && n * 2 > need) {
-      // Lendable: as large as the read, so that it can take a read's body like this one.
-      const buffer = Buffer.allocUnsafeSlow(need);
+    } else if (this.released !== undefined && n >= LEND_MIN_BYTES && n * 2 > roundUp(need)) {
+      // Lendable: as large as the read, rounded up, so that it can take a read's body like this one or a little larger.
+      const buffer = Buffer.allocUnsafeSlow(roundUp(need));
       buffer.set(out.subarray(0, n));
       this.lent = buffer;
-      body = n === need ? buffer : buffer.subarray(0, n);
+      body = n === buffer.length ? buffer : buffer.subarray(0, n);
     } else {
       body = Buffer.allocUnsafe(n);
       body.set(n === out.length ? out : out.subarray(0, n));
