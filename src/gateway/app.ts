@@ -14,7 +14,7 @@ import { relay, type StreamPolicyFn } from './relay/relay';
 import { continueBody } from './expect-continue';
 import { readRequestBody, RequestBodyAbortedError } from './request-body';
 import { adapterFor } from './route-adapters';
-import { errorShapeFor, isJsonContentType, noRouteHandler, PLAIN_ERRORS } from './route-errors';
+import { errorShapeFor, isJsonContentType, noRouteHandler, PLAIN_ERRORS, refuseHead } from './route-errors';
 import { RESUME_PATH, serveResume, type ResumeEndpointDeps } from './resume/endpoints';
 import { parseEventId } from './resume/ids';
 import { RESPONSES_RETRIEVE_SUFFIX, serveResponsesRetrieve } from './resume/responses-endpoint';
@@ -158,6 +158,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
 
   if (resumeDeps !== undefined) {
     // A resume holds a stream slot like the stream it continues (its detached stream's, when lent).
+    app.head(RESUME_PATH, refuseHead(['GET'], (req) => resumeDeps.fallback(req)));
     app.get(RESUME_PATH, (req: Request, res: Response) => {
       const errorShape = resumeDeps.fallback(req);
       if (!ready) return errorShape.sendHttpError(res, new ShutdownError('gateway is shutting down; retry on another instance'));
@@ -253,15 +254,18 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
         holdSlot: res.locals.holdSlot as (() => ReleaseStream) | undefined,
       }));
     };
+    // Before the GET handlers, which Express would hand HEAD to (see refuseHead).
+    const head = refuseHead(route.methods, () => adapter);
     for (const method of route.methods) {
-      if (method === 'GET') app.get(route.path, admit, handler);
+      if (method === 'GET') app.head(route.path, head).get(route.path, admit, handler);
       else app.post(route.path, admit, readBody, handler);
     }
     // OpenAI's `models.retrieve(model)`: the same route, the model id one segment below it (upstream-url.ts).
-    if (route.api === 'models' && route.methods.includes('GET')) app.get(`${route.path}/:model`, admit, handler);
+    if (route.api === 'models' && route.methods.includes('GET')) app.head(`${route.path}/:model`, head).get(`${route.path}/:model`, admit, handler);
     if (route.api === 'responses' && route.resume !== undefined && resumeDeps !== undefined) {
       // OpenAI's retrieve (`responses.retrieve(id, { stream: true, starting_after })`) resumes here,
       // whatever the upstream supports; a streamed one holds a slot as /v1/streams does.
+      app.head(`${route.path}${RESPONSES_RETRIEVE_SUFFIX}`, refuseHead(['GET'], () => adapter));
       app.get(`${route.path}${RESPONSES_RETRIEVE_SUFFIX}`, (req: Request, res: Response) => {
         if (!ready) return adapter.sendHttpError(res, new ShutdownError('gateway is shutting down; retry on another instance'));
         const resolved = resumeDeps.service.resolve(String(req.params.responseId)).catch(() => undefined);

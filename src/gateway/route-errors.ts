@@ -95,6 +95,21 @@ export function noRouteHandler(routes: readonly ResolvedRoute[]): (req: Request,
 }
 
 /**
+ * Answers `HEAD` on a path that relays or replays a stream with 405 and `Allow: <allow>`, in the
+ * shape `shapeOf(req)` gives. Express hands `HEAD` to a `GET` handler, and Node drops every byte
+ * written to a `HEAD` response: the relay would read its upstream at full speed with no reader to
+ * push back, for a client that wanted headers only. The gateway cannot know the upstream's head
+ * without opening the stream, so it does not pretend to.
+ */
+export function refuseHead(allow: readonly string[], shapeOf: (req: Request) => Pick<ProviderAdapter, 'sendHttpError'>): (req: Request, res: Response) => void {
+  const list = allow.join(', ');
+  return (req, res) => {
+    res.setHeader('Allow', list);
+    shapeOf(req).sendHttpError(res, new NoRouteError(405, `HEAD is not served on ${req.path}; use ${allow.join(' or ')}`));
+  };
+}
+
+/**
  * Why `GET /v1/streams/{id}` or `GET /v1/responses/{id}` found no route: no route has `resume`
  * on (for a Responses retrieve: no Responses route has it on). Empty for any other request.
  */
