@@ -37,6 +37,11 @@ export interface GatewayDeps {
 export interface GatewayControl {
   readonly metrics: GatewayMetrics;
   readonly routes: readonly ResolvedRoute[];
+  /**
+   * Every relay and resume endpoint as mounted, e.g. `GET /v1/models/{model} (openai)`: what the
+   * startup log and the 404 answer name.
+   */
+  readonly endpoints: readonly ServedEndpoint[];
   /** Connection and stream caps (`limits`); the server feeds it each connection. */
   readonly admission: Admission;
   /** Requests being relayed now. */
@@ -49,6 +54,18 @@ export interface GatewayControl {
    * `ERR_TIDEGATE_SHUTDOWN` (in each client's protocol) and resolves once all have ended.
    */
   drain(graceMs: number): Promise<void>;
+}
+
+/** One mounted endpoint: its methods, its path (parameters as `{name}`) and the provider that serves it. */
+export interface ServedEndpoint {
+  readonly methods: readonly string[];
+  readonly path: string;
+  readonly provider: string;
+}
+
+/** `GET|POST /events`, or with `provider`, `GET|POST /events (passthrough)`. */
+export function describeEndpoint(e: ServedEndpoint, provider = false): string {
+  return `${e.methods.join('|')} ${e.path}${provider ? ` (${e.provider})` : ''}`;
 }
 
 /** An Express app with its {@link GatewayControl} at `app.gateway`. */
@@ -119,6 +136,11 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
 
   const app = express();
   app.disable('x-powered-by');
+  const endpoints: ServedEndpoint[] = [];
+  /** Records an endpoint as it is mounted (Express's `:name` shown as `{name}`). */
+  const served = (methods: readonly string[], path: string, provider: string): void => {
+    endpoints.push({ methods, path: path.replace(/:(\w+)/g, '{$1}'), provider });
+  };
   // First: refusals and errors carry the CORS headers too, so a page can read them.
   const corsHandler = corsMiddleware(config.cors);
   if (corsHandler) app.use(corsHandler);
@@ -158,6 +180,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
 
   if (resumeDeps !== undefined) {
     // A resume holds a stream slot like the stream it continues (its detached stream's, when lent).
+    served(['GET'], RESUME_PATH, 'resume');
     app.head(RESUME_PATH, refuseHead(['GET'], (req) => resumeDeps.fallback(req)));
     app.get(RESUME_PATH, (req: Request, res: Response) => {
       const errorShape = resumeDeps.fallback(req);
@@ -256,15 +279,20 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
     };
     // Before the GET handlers, which Express would hand HEAD to (see refuseHead).
     const head = refuseHead(route.methods, () => adapter);
+    served(route.methods, route.path, route.provider);
     for (const method of route.methods) {
       if (method === 'GET') app.head(route.path, head).get(route.path, admit, handler);
       else app.post(route.path, admit, readBody, handler);
     }
     // OpenAI's `models.retrieve(model)`: the same route, the model id one segment below it (upstream-url.ts).
-    if (route.api === 'models' && route.methods.includes('GET')) app.head(`${route.path}/:model`, head).get(`${route.path}/:model`, admit, handler);
+    if (route.api === 'models' && route.methods.includes('GET')) {
+      served(['GET'], `${route.path}/:model`, route.provider);
+      app.head(`${route.path}/:model`, head).get(`${route.path}/:model`, admit, handler);
+    }
     if (route.api === 'responses' && route.resume !== undefined && resumeDeps !== undefined) {
       // OpenAI's retrieve (`responses.retrieve(id, { stream: true, starting_after })`) resumes here,
       // whatever the upstream supports; a streamed one holds a slot as /v1/streams does.
+      served(['GET'], `${route.path}${RESPONSES_RETRIEVE_SUFFIX}`, route.provider);
       app.head(`${route.path}${RESPONSES_RETRIEVE_SUFFIX}`, refuseHead(['GET'], () => adapter));
       app.get(`${route.path}${RESPONSES_RETRIEVE_SUFFIX}`, (req: Request, res: Response) => {
         if (!ready) return adapter.sendHttpError(res, new ShutdownError('gateway is shutting down; retry on another instance'));
@@ -286,11 +314,12 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
   }
 
   // Anything else: a 405 on a route's path, else a 404 naming the routes, in the path's provider shape.
-  app.use(noRouteHandler(routes));
+  app.use(noRouteHandler(routes, endpoints.map((e) => describeEndpoint(e))));
 
   const control: GatewayControl = {
     metrics,
     routes,
+    endpoints,
     admission,
     get activeStreams() {
       return active;

@@ -70,12 +70,12 @@ function sharedSegments(a: string, b: string): number {
 }
 
 /**
- * The last handler: a JSON 404 naming every route, or a 405 with `Allow` when the path is a
+ * The last handler: a JSON 404 naming every endpoint in `served` (as the app mounted them), or a 405 with `Allow` when the path is a
  * route served on other methods, in the shape of {@link errorShapeFor}. A body nobody reads is
  * not drained: the connection closes after the answer.
  */
-export function noRouteHandler(routes: readonly ResolvedRoute[]): (req: Request, res: Response) => void {
-  const list = routes.map((r) => `${r.methods.join('|')} ${r.path}`).join(', ');
+export function noRouteHandler(routes: readonly ResolvedRoute[], served: readonly string[]): (req: Request, res: Response) => void {
+  const list = served.join(', ');
   return (req, res) => {
     if (hasUnreadBody(req)) {
       res.setHeader('Connection', 'close');

@@ -2,7 +2,7 @@ import http, { type Server } from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import type { Express } from 'express';
 import { createSimulator, type Simulator } from '../simulator';
-import { createGatewayApp, type GatewayApp, type GatewayDeps } from './app';
+import { createGatewayApp, describeEndpoint, type GatewayApp, type GatewayDeps } from './app';
 import type { GatewayConfig } from './config';
 import { deferContinue } from './expect-continue';
 import { applyListenerBounds } from './kernel-bounds';
@@ -56,7 +56,7 @@ export async function startGateway(config: GatewayConfig, options: Omit<GatewayD
   applyListenerBounds(server, app.gateway.routes);
   const port = (server.address() as AddressInfo).port;
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
-  logger.info('gateway listening', { url, upstream: config.upstream.url ? 'configured' : 'simulator', routes: app.gateway.routes.map((r) => `${r.methods.join('|')} ${r.path} (${r.provider})`) });
+  logger.info('gateway listening', { url, upstream: config.upstream.url ? 'configured' : 'simulator', routes: app.gateway.endpoints.map((e) => describeEndpoint(e, true)) });
   let stopping: Promise<void> | undefined;
   const shutdown = (graceMs = config.shutdown.graceMs): Promise<void> =>
     (stopping ??= (async () => {
