@@ -26,9 +26,12 @@ export function formatError(error: unknown): SseEventInit {
 
 /** Writes a JSON error response (before headers were sent). */
 export function writeJsonError(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
   res.statusCode = status;
   res.setHeader('Content-Type', 'application/json; charset=utf-8');
-  res.end(JSON.stringify(body));
+  // Set here, not by end(): Node leaves it out of a HEAD answer, which carries the GET's headers.
+  res.setHeader('Content-Length', Buffer.byteLength(text));
+  res.end(text);
 }
 
 /** The default error before headers: status from `error.status` (or 500) and `{error:{code,message}}`. */

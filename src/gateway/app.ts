@@ -243,7 +243,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
       );
     };
     const handler = (req: Request, res: Response): void => {
-      if (route.provider !== 'passthrough' && req.method !== 'GET' && !isJsonObject(req.body)) {
+      if (route.provider !== 'passthrough' && req.method === 'POST' && !isJsonObject(req.body)) {
         // An array or scalar would reach the upstream as an empty POST: refuse it here.
         adapter.sendHttpError(res, Object.assign(new Error('the request body must be a JSON object'), { status: 400, code: 'ERR_TIDEGATE_BAD_REQUEST' }));
         return;
@@ -277,17 +277,20 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
         holdSlot: res.locals.holdSlot as (() => ReleaseStream) | undefined,
       }));
     };
-    // Before the GET handlers, which Express would hand HEAD to (see refuseHead).
-    const head = refuseHead(route.methods, () => adapter);
+    // Express hands HEAD to the GET handlers. A provider route's GET is a whole answer (no body,
+    // so no `"stream": true`): its HEAD is that answer without the body. A passthrough GET is a
+    // stream, whose HEAD is refused before its GET handler (see refuseHead).
+    const head = route.provider === 'passthrough' ? refuseHead(route.methods, () => adapter) : undefined;
     served(route.methods, route.path, route.provider);
     for (const method of route.methods) {
-      if (method === 'GET') app.head(route.path, head).get(route.path, admit, handler);
-      else app.post(route.path, admit, readBody, handler);
+      if (method === 'POST') app.post(route.path, admit, readBody, handler);
+      else if (head !== undefined) app.head(route.path, head).get(route.path, admit, handler);
+      else app.get(route.path, admit, handler);
     }
     // OpenAI's `models.retrieve(model)`: the same route, the model id one segment below it (upstream-url.ts).
     if (route.api === 'models' && route.methods.includes('GET')) {
       served(['GET'], `${route.path}/:model`, route.provider);
-      app.head(`${route.path}/:model`, head).get(`${route.path}/:model`, admit, handler);
+      app.get(`${route.path}/:model`, admit, handler);
     }
     if (route.api === 'responses' && route.resume !== undefined && resumeDeps !== undefined) {
       // OpenAI's retrieve (`responses.retrieve(id, { stream: true, starting_after })`) resumes here,

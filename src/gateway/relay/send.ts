@@ -139,7 +139,9 @@ export function failBeforeHeaders(stream: StreamContext, err: unknown): void {
       res.status(err.status);
       res.setHeader('Content-Type', err.contentType ?? 'application/json; charset=utf-8');
       if (err.retryAfterMs !== undefined) res.setHeader('Retry-After', String(Math.ceil(err.retryAfterMs / 1000)));
-      res.end(stream.redaction === undefined ? '' : stream.redaction.errors.string(err.body));
+      const body = stream.redaction === undefined ? '' : stream.redaction.errors.string(err.body);
+      res.setHeader('Content-Length', Buffer.byteLength(body));
+      res.end(body);
     } else stream.adapter.sendHttpError(res, err);
   } else if (!clientGone && stream.early?.committed === true) stream.early.fail(err, (e) => stream.adapter.formatError(e));
   stream.finish(clientGone ? 'client_closed' : errorOutcome(err), {

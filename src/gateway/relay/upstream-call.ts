@@ -33,11 +33,13 @@ export function upstreamRequest(req: Request, route: ResolvedRoute & { url: stri
   let body: string | Buffer | undefined;
   if (json !== undefined) body = serialize(ask.wantsStream && !ask.streaming && adapter.nonStreamBody ? adapter.nonStreamBody(json) : json);
   else if (Buffer.isBuffer(req.body) && req.body.length > 0) body = req.body;
+  // A HEAD is asked as its GET: the client gets that answer's status and headers.
+  const post = req.method === 'POST';
   return {
     url: upstreamUrl(route, req),
-    method: req.method === 'GET' ? 'GET' : 'POST',
+    method: post ? 'POST' : 'GET',
     headers: upstreamHeaders(req, route, adapter),
-    body: req.method === 'GET' ? undefined : body,
+    body: post ? body : undefined,
     signal,
     connectTimeoutMs: route.timeouts.connectMs,
     firstByteTimeoutMs: route.timeouts.firstByteMs,

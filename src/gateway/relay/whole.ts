@@ -13,7 +13,11 @@ export async function relayWhole(stream: StreamContext, request: UpstreamRequest
   if (answer.contentType) res.setHeader('Content-Type', answer.contentType);
   // The answer may echo a credential the gateway sent.
   const body = stream.redaction === undefined ? answer.body : stream.redaction.keys.buffer(answer.body);
+  // Set here, not by end(): Node leaves it out of a HEAD answer, which must carry the GET's headers.
+  res.setHeader('Content-Length', body.length);
   res.end(body);
-  env.metrics.bytesOut.inc({ route: env.route.path }, body.length);
-  stream.finish('completed', { status: answer.status, bytes: body.length, stream: false });
+  // A HEAD answer's body is dropped by Node, unsent.
+  const sent = stream.req.method === 'HEAD' ? 0 : body.length;
+  env.metrics.bytesOut.inc({ route: env.route.path }, sent);
+  stream.finish('completed', { status: answer.status, bytes: sent, stream: false });
 }
