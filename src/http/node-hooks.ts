@@ -233,8 +233,17 @@ const agents = {
  * buffers on each side, per upstream stream. Its first `pipe()` on the response gets the response
  * itself back instead, so the body is the `IncomingMessage`; a compressed body is then piped, for
  * real, into zlib by node-fetch's second `pipe()`.
+ *
+ * Except for `deflate`: node-fetch pipes the response into a second stream too, peeks at its
+ * first chunk to choose between zlib-wrapped and raw inflate, and only then pipes the body into
+ * zlib. The body must have held that first chunk meanwhile, so it stays node-fetch's
+ * `PassThrough` (its bytes are not counted in the call's buffered bytes; a compressed body's
+ * reads are not sized either).
  */
 export function bodyIsResponse(res: http.IncomingMessage): void {
+  // node-fetch 2's own test of the header, as it spells it.
+  const encoding = res.headers['content-encoding'];
+  if (encoding === 'deflate' || encoding === 'x-deflate') return;
   (res as { pipe: unknown }).pipe = function pipeOnce(this: http.IncomingMessage): http.IncomingMessage {
     Reflect.deleteProperty(this, 'pipe');
     return this;
