@@ -3,6 +3,7 @@ import type { SseEvent } from '../sse/codec/parser';
 import { DEFAULT_CONNECT_TIMEOUT_MS } from '../http/call';
 import { fetchTransport, type SseFetch } from './fetch';
 import { httpTransport, type SseTransport } from './transport';
+import type { AbortSignalLike } from '../http/abort-signal-like';
 
 /** The response of a connection that opened (status 200, `text/event-stream`), or a 204. */
 export interface SseResponseInfo {
@@ -32,8 +33,8 @@ export interface ConnectSseOptions {
   headers?: Record<string, string> | undefined;
   /** Request body, re-sent on every reconnect (so a string or bytes, not a stream). */
   body?: string | Uint8Array<ArrayBuffer> | undefined;
-  /** Aborting it ends the flow with `error(signal.reason)` and releases the connection. */
-  signal?: AbortSignal | undefined;
+  /** Aborting it ends the flow with `error(signal.reason)` and releases the connection. An `AbortSignal`, or anything with its `aborted`, `reason` and `'abort'` listeners. */
+  signal?: AbortSignalLike | undefined;
   /** The `Last-Event-ID` of the first request, e.g. forwarded from a resuming downstream client. */
   lastEventId?: string | undefined;
   /** Reconnect after a network error, an idle timeout or an EOF (default `true`). `false`: EOF completes, errors fail. */
@@ -123,7 +124,7 @@ export interface ResolvedSseOptions {
   method: string;
   headers: Record<string, string>;
   body: string | Uint8Array<ArrayBuffer> | undefined;
-  signal: AbortSignal | undefined;
+  signal: AbortSignalLike | undefined;
   lastEventId: string;
   reconnect: boolean;
   maxAttempts: number;

@@ -15,6 +15,7 @@ import { DEFAULT_MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES, networkError, UpstreamBod
 import { bypassBodyCallbacks } from './body-bypass';
 import { bodyIsResponse, callAgent, CallSignal, dropReceivedHeaders, dropSentHeaders, expectRedirect, readCallOf, releaseFetchListeners, setReadCall, withClientRequest, type SizedReadCall } from './node-hooks';
 import { markListeners, type ListenerMark } from './listener-mark';
+import type { AbortSignalLike } from './abort-signal-like';
 
 /** Default time to first byte of the upstream body, ms: models think before they speak. */
 export const DEFAULT_FIRST_BYTE_TIMEOUT_MS = 60_000;
@@ -28,7 +29,7 @@ export interface UpstreamRequest {
   headers?: Record<string, string> | undefined;
   body?: string | Buffer | undefined;
   /** Aborting it aborts the HTTP request and closes the upstream socket; its reason is what the call rejects or errors with. */
-  signal?: AbortSignal | undefined;
+  signal?: AbortSignalLike | undefined;
   /** A new connection must be established within this (default 10000 ms); a reused keep-alive socket is not timed. Signals `TimeoutError('connect')`. */
   connectTimeoutMs?: number | undefined;
   /** The first body byte must arrive within this of the call (default 60000 ms). Signals `TimeoutError('first')`. */

@@ -22,6 +22,7 @@ export {
   upstreamAgent,
 } from './request';
 export type { UpstreamBody, UpstreamRequest, UpstreamStream } from './request';
+export type { AbortSignalLike } from './abort-signal-like';
 export { retryDelayMs, withRetries } from './retry';
 export type { RetryNotice, RetryPolicy } from './retry';
 export * from '../providers';

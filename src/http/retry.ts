@@ -1,6 +1,7 @@
 import { TimeoutError } from '../errors';
 import { backoffDelayMs } from './backoff';
 import { UpstreamBodyTooLargeError, UpstreamHttpError, UpstreamResetError } from './errors';
+import type { AbortSignalLike } from './abort-signal-like';
 
 /** When and how often an upstream call is retried. Delays in ms. */
 export interface RetryPolicy {
@@ -95,7 +96,7 @@ function retryableStatus(status: number, retryStatuses: readonly number[]): bool
 export async function withRetries<T>(
   attempt: (n: number) => Promise<T>,
   policy: RetryPolicy = {},
-  options: { signal?: AbortSignal | undefined; onRetry?: ((notice: RetryNotice) => void) | undefined; random?: (() => number) | undefined } = {},
+  options: { signal?: AbortSignalLike | undefined; onRetry?: ((notice: RetryNotice) => void) | undefined; random?: (() => number) | undefined } = {},
 ): Promise<T> {
   for (let n = 1; ; n++) {
     try {
@@ -110,7 +111,7 @@ export async function withRetries<T>(
   }
 }
 
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+function sleep(ms: number, signal: AbortSignalLike | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
     const onAbort = (): void => {

@@ -1,6 +1,7 @@
 import type { ByteBudget } from '../../flow/budget';
 import type { ServerResponse } from 'node:http';
 import type { SseEventInit, SseFrame } from '../../sse';
+import type { AbortSignalLike } from '../../http/abort-signal-like';
 
 /** How a stream ended; reported to {@link SendFlowOptions.onFinish} and logged by the gateway. */
 export type StreamOutcome =
@@ -85,8 +86,8 @@ export interface SendFlowOptions {
   formatError?: ((error: unknown) => BridgeElement) | undefined;
   /** Writes an error before headers were sent; default: status from `error.status` or 500, JSON `{error:{code,message}}`. */
   sendHttpError?: ((res: ServerResponse, error: unknown) => void) | undefined;
-  /** Aborting it ends the stream with the signal's reason (e.g. a shutdown deadline). */
-  signal?: AbortSignal | undefined;
+  /** Aborting it ends the stream with the signal's reason (e.g. a shutdown deadline). An `AbortSignal`, or anything with its `aborted`, `reason` and `'abort'` listeners. */
+  signal?: AbortSignalLike | undefined;
   /** Called once with what the stream did. */
   onFinish?: ((result: StreamResult) => void) | undefined;
   /** Called when the first element arrives (time to first token). */

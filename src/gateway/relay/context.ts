@@ -12,6 +12,7 @@ import type { GatewayMetrics } from '../metrics';
 import { newStreamId } from '../resume/ids';
 import type { EarlyCommit } from './early-commit';
 import { ClientClosedError, upstreamOutcome, type RelayOutcome } from './outcome';
+import type { AbortSignalLike } from '../../http/abort-signal-like';
 
 /**
  * What a stream's signal is aborted with when it closes normally: by then only listeners being
@@ -91,9 +92,9 @@ export class StreamContext {
     return redaction;
   }
 
-  /** Aborted when the gateway ends the stream; its reason is why. */
-  get signal(): AbortSignal {
-    return this.abort as unknown as AbortSignal;
+  /** Aborted when the gateway ends the stream; its reason is why. No WHATWG `AbortSignal` (see CallSignal). */
+  get signal(): AbortSignalLike {
+    return this.abort;
   }
 
   /** ms since the request arrived, to 0.1 ms. */
@@ -137,7 +138,7 @@ export class StreamContext {
   }
 
   /** Options of `withRetries` for this stream: its signal, and each retry counted by reason. */
-  retryOptions(): { signal: AbortSignal; onRetry(notice: RetryNotice): void } {
+  retryOptions(): { signal: AbortSignalLike; onRetry(notice: RetryNotice): void } {
     return {
       signal: this.signal,
       onRetry: ({ error }) => this.countRetry(error),

@@ -5,6 +5,7 @@ import type { Subscriber, Subscription } from '../../flow/types';
 import type { SseEvent } from '../../sse/codec/parser';
 import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_FIRST_BYTE_TIMEOUT_MS, isRedirect } from '../../http/call';
 import { UpstreamHttpError, UpstreamRedirectError, UpstreamResetError, UpstreamUnreachableError } from '../../http/errors';
+import type { AbortSignalLike } from '../../http/abort-signal-like';
 
 /** Options of {@link openResumableStream}: the upstream call, plus the reconnection budget. */
 export interface ResumableRequest {
@@ -12,7 +13,7 @@ export interface ResumableRequest {
   method: 'GET' | 'POST';
   headers: Record<string, string>;
   body?: string | Buffer;
-  signal: AbortSignal;
+  signal: AbortSignalLike;
   /** The client's `Last-Event-ID`, sent on the first upstream request. */
   lastEventId: string;
   /** Failed connections in a row before giving up. */

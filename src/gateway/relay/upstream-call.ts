@@ -4,6 +4,7 @@ import type { ProviderAdapter } from '../../providers/types';
 import { API_SPECS, type ResolvedRoute } from '../config';
 import { BadRequestError } from '../route-errors';
 import { upstreamUrl } from '../upstream-url';
+import type { AbortSignalLike } from '../../http/abort-signal-like';
 
 /** Hop-by-hop headers (RFC 9110 §7.6.1) and ones the gateway sets itself: never forwarded. */
 const NEVER_FORWARD = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host', 'content-length', 'accept-encoding']);
@@ -28,7 +29,7 @@ export function clientAsk(req: Request, route: ResolvedRoute): ClientAsk {
  * client's query), the forwarded and configured headers, the body (re-serialized JSON, or the
  * raw bytes of a passthrough route), the route's timeouts and `signal`.
  */
-export function upstreamRequest(req: Request, route: ResolvedRoute & { url: string }, adapter: ProviderAdapter, ask: ClientAsk, signal: AbortSignal): UpstreamRequest {
+export function upstreamRequest(req: Request, route: ResolvedRoute & { url: string }, adapter: ProviderAdapter, ask: ClientAsk, signal: AbortSignalLike): UpstreamRequest {
   const json = jsonBody(req, route);
   let body: string | Buffer | undefined;
   if (json !== undefined) body = serialize(ask.wantsStream && !ask.streaming && adapter.nonStreamBody ? adapter.nonStreamBody(json) : json);
