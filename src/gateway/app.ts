@@ -125,6 +125,17 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
     res.once('close', release);
     return true;
   };
+  /**
+   * Refuses a request that came while draining: 503 `ERR_TIDEGATE_SHUTDOWN` in `shape`, with
+   * `Retry-After` (`limits.retryAfterSeconds`) and `Connection: close`; a body not read is not
+   * waited for (the connection lingers closed, see closeAfterResponse).
+   */
+  const refuseDraining = (req: Request, res: Response, shape: Pick<ProviderAdapter, 'sendHttpError'>): void => {
+    res.setHeader('Connection', 'close');
+    res.setHeader('Retry-After', String(config.limits.retryAfterSeconds));
+    if (hasUnreadBody(req)) closeAfterResponse(req, res);
+    shape.sendHttpError(res, new ShutdownError('gateway is shutting down; retry on another instance'));
+  };
   /** Runs one stream (relayed or resumed), counted for readiness and the drain. */
   const track = (run: Promise<void>): void => {
     active++;
@@ -184,7 +195,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
     app.head(RESUME_PATH, refuseHead(['GET'], (req) => resumeDeps.fallback(req)));
     app.get(RESUME_PATH, (req: Request, res: Response) => {
       const errorShape = resumeDeps.fallback(req);
-      if (!ready) return errorShape.sendHttpError(res, new ShutdownError('gateway is shutting down; retry on another instance'));
+      if (!ready) return refuseDraining(req, res, errorShape);
       if (!admitResume(req, res, String(req.params.streamId), errorShape)) return;
       track(serveResume(req, res, String(req.params.streamId), resumeDeps));
     });
@@ -195,10 +206,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
     const adapter = adapterOf.get(route.path) as ProviderAdapter;
     // Before the body is read: a refused client costs no body bytes, and a body in flight holds its slot.
     const admit = (req: Request, res: Response, next: NextFunction): void => {
-      if (!ready) {
-        adapter.sendHttpError(res, new ShutdownError('gateway is shutting down; retry on another instance'));
-        return;
-      }
+      if (!ready) return refuseDraining(req, res, adapter);
       const release = admission.admitStream(req);
       if (release instanceof AdmissionError) return admission.refuse(req, res, adapter, release);
       // A shared (resumable) stream takes the slot over from its first response (see holdSlot).
@@ -298,7 +306,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
       served(['GET'], `${route.path}${RESPONSES_RETRIEVE_SUFFIX}`, route.provider);
       app.head(`${route.path}${RESPONSES_RETRIEVE_SUFFIX}`, refuseHead(['GET'], () => adapter));
       app.get(`${route.path}${RESPONSES_RETRIEVE_SUFFIX}`, (req: Request, res: Response) => {
-        if (!ready) return adapter.sendHttpError(res, new ShutdownError('gateway is shutting down; retry on another instance'));
+        if (!ready) return refuseDraining(req, res, adapter);
         const resolved = resumeDeps.service.resolve(String(req.params.responseId)).catch(() => undefined);
         track(
           (async () => {

@@ -20,10 +20,11 @@ export interface RunningGateway {
   /** The embedded simulator, when no upstream URL was configured. */
   simulator?: Simulator | undefined;
   /**
-   * Graceful stop: stops accepting connections (idle kept-alive ones stay open, and every
-   * answer on them carries `Connection: close`), `/readyz` answers 503, running streams may
-   * finish for `graceMs` (default `config.shutdown.graceMs`), the rest end with
-   * `ERR_TIDEGATE_SHUTDOWN`; then idle connections and the embedded simulator are closed.
+   * Graceful stop: while running streams may finish for `graceMs` (default
+   * `config.shutdown.graceMs`), the gateway keeps accepting connections, `/readyz` answers 503,
+   * new stream requests 503 `ERR_TIDEGATE_SHUTDOWN` with `Retry-After`, every answer with
+   * `Connection: close`; then the streams left end with `ERR_TIDEGATE_SHUTDOWN`, the listener,
+   * idle connections and the embedded simulator are closed.
    */
   shutdown(graceMs?: number): Promise<void>;
   /** Immediate stop: `shutdown(0)`. */
@@ -61,11 +62,11 @@ export async function startGateway(config: GatewayConfig, options: Omit<GatewayD
   const shutdown = (graceMs = config.shutdown.graceMs): Promise<void> =>
     (stopping ??= (async () => {
       const closed = new Promise<void>((resolve) => server.once('close', () => resolve()));
-      // Stop accepting, but unlike http's close() (which closes idle kept-alive connections at
-      // once), net's keeps them: during the drain they get /readyz 503 with Connection: close.
-      net.Server.prototype.close.call(server);
+      // Still listening while streams drain: a load balancer's probe gets /readyz 503 and a new
+      // request 503 with Retry-After (each with Connection: close), not a refused connection.
       await app.gateway.drain(graceMs);
-      // http's close(): closes idle connections and stops the header/request timeout checks.
+      // http's close(): stops accepting, closes idle connections and stops the header/request
+      // timeout checks.
       server.close();
       // Let the last frames (e.g. ERR_TIDEGATE_SHUTDOWN) flush before connections are cut.
       const poll = setInterval(() => server.closeIdleConnections(), 25);

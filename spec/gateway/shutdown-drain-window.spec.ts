@@ -1,0 +1,79 @@
+import http from 'node:http';
+import { parseConfig } from '../../src/gateway/config';
+import { createLogger } from '../../src/gateway/logger';
+import { startGateway, type RunningGateway } from '../../src/gateway/server';
+import { createSimulator, type Simulator } from '../../src/simulator';
+import { waitFor } from '../harness/net';
+import { CaptureTransport } from './helpers';
+
+// While streams drain after SIGTERM the gateway still accepts connections: a load balancer's
+// probe of /readyz gets 503, a new stream request 503 with Retry-After in its client's protocol,
+// each with Connection: close. Once the streams ended the listener closes.
+
+interface Answer {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+/** One request on a connection of its own. */
+function ask(port: number, method: string, path: string, body?: string, headers: Record<string, string> = {}): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ method, host: '127.0.0.1', port, path, agent: false, headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (text += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+describe('the shutdown drain window', () => {
+  let sim: Simulator;
+  let gw: RunningGateway;
+  let stopped: Promise<void>;
+  let streaming: Promise<Answer>;
+
+  beforeAll(async () => {
+    // One token a second: the stream outlasts the checks below, then the grace cuts it.
+    sim = createSimulator({ tokensPerSecond: 1, ttftMs: 0 });
+    const { url } = await sim.listen(0, '127.0.0.1');
+    gw = await startGateway(parseConfig({ port: 0, upstream: { url }, limits: { retryAfterSeconds: 2 } }), { logger: createLogger({ transports: [new CaptureTransport()] }) });
+    streaming = ask(gw.port, 'POST', '/v1/chat/completions', JSON.stringify({ model: 'sim', stream: true, messages: [{ role: 'user', content: 'hi' }] }));
+    await waitFor(() => gw.app.gateway.activeStreams === 1);
+    stopped = gw.shutdown(1500);
+    await waitFor(() => !gw.app.gateway.ready);
+  });
+  afterAll(async () => {
+    await stopped;
+    await sim.close();
+  });
+
+  it('answers /readyz 503 on a new connection', async () => {
+    const got = await ask(gw.port, 'GET', '/readyz');
+    expect(got.status).toBe(503);
+    expect(got.headers.connection).toBe('close');
+    expect(JSON.parse(got.body)).toMatchObject({ status: 'shutting_down', activeStreams: 1 });
+  });
+
+  it("answers a new OpenAI stream request 503 with Retry-After, in OpenAI's shape", async () => {
+    const got = await ask(gw.port, 'POST', '/v1/chat/completions', JSON.stringify({ model: 'sim', stream: true, messages: [] }));
+    expect([got.status, got.headers['retry-after'], got.headers.connection]).toEqual([503, '2', 'close']);
+    expect(JSON.parse(got.body)).toMatchObject({ error: { code: 'ERR_TIDEGATE_SHUTDOWN', type: 'tidegate_error' } });
+  });
+
+  it("answers a new Anthropic stream request 503 with Retry-After, in Anthropic's shape", async () => {
+    const got = await ask(gw.port, 'POST', '/v1/messages', JSON.stringify({ model: 'sim', stream: true, max_tokens: 5, messages: [] }), { 'anthropic-version': '2023-06-01' });
+    expect([got.status, got.headers['retry-after'], got.headers.connection]).toEqual([503, '2', 'close']);
+    expect(JSON.parse(got.body)).toMatchObject({ type: 'error', error: { type: 'overloaded_error' } });
+  });
+
+  it('closes the listener once the streams ended', async () => {
+    const cut = await streaming;
+    expect(cut.body).toContain('ERR_TIDEGATE_SHUTDOWN');
+    await stopped;
+    await expect(ask(gw.port, 'GET', '/readyz')).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+  });
+});
