@@ -25,9 +25,12 @@ export interface ReplayStreamOptions {
   /** With no attached reader, the upstream is kept this long, then cancelled, ms. */
   lingerMs: number;
   /**
-   * True for a provider keep-alive event (Anthropic's `ping`, which SDKs drop): it gets no `id:`
-   * and no seq, and goes out just before the next numbered event (in the same log entry), so
-   * the events an SDK yields count the seqs. One that no numbered event follows is dropped.
+   * True for a provider keep-alive event (Anthropic's `ping`, which SDKs drop): it gets no `id:`,
+   * no seq and no log entry, so the events an SDK yields count the seqs. Every caught-up reader
+   * with demand gets it at once, counted against its demand (its socket paces a ping flood as it
+   * paces events). When none takes it, only the latest waiting one is kept, to go out just before
+   * the next numbered event (in the same log entry), and the bytes of those not taken count as
+   * read-ahead: after `windowBytes` of them the producer requests nothing until a reader takes one.
    */
   isKeepAlive?: ((event: { readonly event?: string | undefined }) => boolean) | undefined;
   /** Called with each event as it enters the log (a store mirrors it), and the window's first seq after trimming. */
@@ -55,12 +58,15 @@ export interface ReplayStreamOptions {
  * the producer runs ahead. With no attached reader (detached), one event at a time while the
  * bytes after the last event any reader took stay under `windowBytes`, then none (the upstream
  * is paused and TCP pushes back on the model); and after `lingerMs` without a reader, `cancel()`.
+ * A keep-alive takes a unit of demand from each reader it is handed to; those nobody takes count
+ * as read-ahead bytes (see {@link ReplayStreamOptions.isKeepAlive}).
  *
  * Discard: the window keeps `windowBytes` of history (the events before the oldest one some
  * reader still needs: every attached reader's next, or, detached, the one after the last taken)
  * apart from the read-ahead after it (at most `windowBytes` plus one event), so the events a
  * client had in flight when it dropped stay in the history while they are within `windowBytes`
- * of the last event taken; on cancel or {@link release} it is dropped.
+ * of the last event taken; on cancel or {@link release} it is dropped. Of the keep-alives no
+ * reader took, only the latest is held (one event), until the next numbered event.
  */
 export class ReplayStream implements Subscriber<BridgeElement> {
   readonly window = new ReplayWindow();
@@ -79,8 +85,10 @@ export class ReplayStream implements Subscriber<BridgeElement> {
   private pullAgain = false;
   /** Set on shutdown: a stream whose last reader leaves is cancelled at once. */
   private noLinger = false;
-  /** Encoded keep-alive events waiting for the next numbered event. */
+  /** The latest encoded keep-alive no reader took, waiting for the next numbered event. */
   private keepAlive: Buffer | undefined;
+  /** Bytes of the keep-alives no reader took since the last numbered event or taken one. */
+  private keepAliveBytes = 0;
   /** The last seq a reader on another instance has (shared store), `undefined` when none follows. */
   private remote: number | undefined;
 
@@ -202,14 +210,11 @@ export class ReplayStream implements Subscriber<BridgeElement> {
     const seq = this.window.lastSeq + 1;
     let bytes: Buffer;
     try {
-      if (isEvent(element) && this.options.isKeepAlive?.(element) === true) {
-        const ping = encodeSseBuffer(element);
-        this.keepAlive = this.keepAlive === undefined ? ping : Buffer.concat([this.keepAlive, ping]);
-        return this.pull();
-      }
+      if (isEvent(element) && this.options.isKeepAlive?.(element) === true) return this.keepAliveArrived(encodeSseBuffer(element));
       bytes = encodeWithId(element, eventId(this.options.streamId, seq));
       if (this.keepAlive !== undefined) bytes = Buffer.concat([this.keepAlive, bytes]);
       this.keepAlive = undefined;
+      this.keepAliveBytes = 0;
     } catch (err) {
       // encodeSse refuses an event field with CR or LF (injection): the stream ends with it.
       return this.abort(err);
@@ -227,6 +232,29 @@ export class ReplayStream implements Subscriber<BridgeElement> {
 
   onComplete(): void {
     this.end({ kind: 'complete' });
+  }
+
+  /** A keep-alive came: see {@link ReplayStreamOptions.isKeepAlive}. */
+  private keepAliveArrived(ping: Buffer): void {
+    let taken = false;
+    for (const r of [...this.readers]) {
+      if (!this.takesKeepAlive(r)) continue;
+      if (r.demand !== Infinity) r.demand--;
+      taken = true;
+      r.actual.onNext(ping);
+    }
+    if (taken) this.keepAliveBytes = 0;
+    else {
+      // One waiting ping says what many would: keeping the latest keeps the cost linear.
+      this.keepAlive = ping;
+      this.keepAliveBytes += ping.length;
+    }
+    this.pull();
+  }
+
+  /** Whether `r` takes a keep-alive now: caught up, asking, and not inside its own delivery. */
+  private takesKeepAlive(r: ReplayReader): boolean {
+    return !r.gone && !r.emitting && r.demand > 0 && r.next > this.window.lastSeq;
   }
 
   // ---- readers ------------------------------------------------------------------------
@@ -304,8 +332,10 @@ export class ReplayStream implements Subscriber<BridgeElement> {
     const ahead = this.window.lastSeq + this.inflight;
     if (this.readers.size === 0 && this.remote === undefined) {
       // Detached: one at a time while the bytes after the last one taken stay under the window.
-      return this.inflight > 0 || this.window.bytesAfter(this.taken) >= this.options.windowBytes ? 0 : 1;
+      return this.inflight > 0 || this.window.bytesAfter(this.taken) + this.keepAliveBytes >= this.options.windowBytes ? 0 : 1;
     }
+    // Keep-alives nobody takes are read-ahead too: a ping flood waits for a reader to take one.
+    if (this.keepAliveBytes >= this.options.windowBytes && ![...this.readers].some((r) => this.takesKeepAlive(r))) return 0;
     let most = this.remote === undefined ? 0 : Infinity;
     let least = Infinity;
     let lag = this.remote === undefined ? 0 : this.window.bytesAfter(this.remote);
