@@ -56,7 +56,7 @@ export async function openStream(stream: StreamContext, request: UpstreamRequest
   sent(request);
   const settled: RelayPlan = settlePlan(plan, reader, stream.env.route, stream.res);
   if (settled.kind === 'bytes') return { events: byteRelayEvents(reader, settled, admission as ReadAdmission, stream, idleMs), plan: settled, admission, reader };
-  return { events: eventRelayEvents(reader, settled, stream, idleMs), plan: settled, reader };
+  return { events: eventRelayEvents(reader, settled, stream, idleMs, budget), plan: settled, reader };
 }
 
 /**
@@ -100,12 +100,14 @@ function byteRelayEvents(upstream: HeldUpstream, plan: BytesPlan, admission: Rea
 
 /**
  * The `events` way: the upstream body decoded event by event and re-encoded by the adapter. Its
- * budget covers the chain and the bridge (count-based demand cannot keep room for the upstream
- * reader); the reader's ≤ 20 KiB and the parser's one read come on top.
+ * budget covers the chain, the bridge and the parser's unfinished line and event (count-based
+ * demand cannot keep room for the upstream reader); the reader's ≤ 20 KiB and the parser's one
+ * read come on top. An event can never be larger than the budget: the parser refuses one past
+ * `maxBufferedBytes` as it arrives (`ERR_TIDEGATE_SSE_LIMIT`, the upstream cancelled).
  */
-function eventRelayEvents(upstream: HeldUpstream, plan: EventsPlan, stream: StreamContext, idleMs: number): Flow<GatewayEvent> {
-  const { maxEventBytes } = plan;
-  const decode = sseDecode({ maxEventBytes, maxLineBytes: maxEventBytes });
+function eventRelayEvents(upstream: HeldUpstream, plan: EventsPlan, stream: StreamContext, idleMs: number, budget: ByteBudget): Flow<GatewayEvent> {
+  const maxEventBytes = Math.min(plan.maxEventBytes, budget.maxBytes);
+  const decode = sseDecode({ maxEventBytes, maxLineBytes: maxEventBytes, attachHeld: (held) => budget.attachExternal(held) });
   if (idleMs === 0) return upstream.body.pipe(decode, adaptProvider(stream.adapter));
   // The parser dispatches events only: comments and blank lines never reach the deadline.
   const idle = new EventIdle(idleMs);
@@ -142,7 +144,8 @@ async function resumableEvents(stream: StreamContext, request: UpstreamRequest):
     firstByteTimeoutMs: request.firstByteTimeoutMs,
     followRedirects: request.followRedirects,
     route: request.route,
-    maxEventBytes: route.policy.maxEventBytes,
+    // Not counted in the budget (connectSse owns its parser), but never larger than it.
+    maxEventBytes: Math.min(route.policy.maxEventBytes, route.policy.maxBufferedBytes),
     isTerminal: terminator ? (e) => (terminator.event ?? e.type) === e.type && (terminator.data ?? e.data) === e.data : undefined,
     onOpen: () => {
       answered = opened = true;

@@ -30,6 +30,11 @@ export class EventFields {
     this.reportedLastEventId = initialLastEventId;
   }
 
+  /** Input bytes of the data of the event being built. */
+  get heldBytes(): number {
+    return this.dataBytes;
+  }
+
   /** Back to the start of a stream: buffers empty, the last event ID the starting one. */
   reset(): void {
     this.data = '';

@@ -79,6 +79,11 @@ export interface SseParser {
   end(): void;
   /** Drops all state and a stopped (failed) state; the last event ID returns to the `lastEventId` option. */
   reset(): void;
+  /**
+   * Bytes the parser holds now: the incomplete line carried between chunks and the data of the
+   * event being built, in input (UTF-8) bytes. What a byte budget counts of the parser.
+   */
+  readonly heldBytes: number;
 }
 
 /** Default {@link SseParserOptions.maxLineBytes}: 1 MiB. */

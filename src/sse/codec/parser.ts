@@ -57,6 +57,9 @@ export function createSseParser(options: SseParserOptions): SseParser {
     feed: (chunk) => impl.feed(chunk),
     end: () => impl.end(),
     reset: () => impl.reset(),
+    get heldBytes() {
+      return impl.heldBytes;
+    },
   };
 }
 
@@ -244,6 +247,10 @@ class SseParserImpl {
       }
       if (pos === n) return n;
     }
+  }
+
+  get heldBytes(): number {
+    return this.pendingLength + this.fields.heldBytes;
   }
 
   end(): void {

@@ -26,6 +26,11 @@ export interface SseDecodeOptions {
   onLastEventId?: ((lastEventId: string) => void) | undefined;
   /** The last event ID the stream starts with (default `""`); see `SseParserOptions.lastEventId`. */
   lastEventId?: string | undefined;
+  /**
+   * Called once per subscription with a count of the bytes its parser holds (`SseParser.heldBytes`:
+   * the unfinished line and event), for a byte budget to count them (`ByteBudget.attachExternal`).
+   */
+  attachHeld?: ((heldBytes: () => number) => void) | undefined;
 }
 
 /**
@@ -60,8 +65,8 @@ export function sseDecode(options: SseDecodeOptions = {}): FlowOperator<Uint8Arr
 }
 
 function decoderFor(options: SseDecodeOptions): ChunkDecoderFactory<SseEvent> {
-  return (push, fail) =>
-    createSseParser({
+  return (push, fail) => {
+    const parser = createSseParser({
       onEvent: push,
       // In stream order with the events (see SideMark): a callback never runs ahead of an event parsed before it.
       onLastEventId: options.onLastEventId === undefined ? undefined : (id) => push(new SideMark(() => options.onLastEventId?.(id))),
@@ -72,4 +77,7 @@ function decoderFor(options: SseDecodeOptions): ChunkDecoderFactory<SseEvent> {
       lastEventId: options.lastEventId,
       onError: fail,
     });
+    options.attachHeld?.(() => parser.heldBytes);
+    return parser;
+  };
 }
