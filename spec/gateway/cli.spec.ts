@@ -75,6 +75,44 @@ describe('tidegate CLI: graceful shutdown', () => {
     ]);
   });
 
+  it('takes two SIGINTs a few ms apart (a terminal and npm both signalling) as one: the stream ends with [DONE] and exit is 0', async () => {
+    const cli = run([], { LOG_LEVEL: 'info' });
+    children.push(cli.child);
+    const url = await listening(cli);
+    const res = await fetch(`${url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'sim-basic', stream: true, messages: [] }), // ~0.9 s
+    });
+    const text = res.text();
+    cli.child.kill('SIGINT');
+    await new Promise((r) => setTimeout(r, 5));
+    cli.child.kill('SIGINT');
+    expect((await text).trimEnd().endsWith('data: [DONE]')).toBe(true);
+    expect(await cli.exit).toBe(0);
+    expect(cli.stdout()).toContain('shutdown already requested');
+  });
+
+  it('exits 1 at once on a second signal more than a second after the first, with a stream still open', async () => {
+    const cli = run([], { LOG_LEVEL: 'info' });
+    children.push(cli.child);
+    const url = await listening(cli);
+    const res = await fetch(`${url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'sim-long', stream: true, messages: [] }), // ~17 s, past the 10 s grace
+    });
+    const text = res.text().catch(() => 'cut');
+    cli.child.kill('SIGINT');
+    await new Promise((r) => setTimeout(r, 1300));
+    expect(cli.child.exitCode).toBeNull(); // still draining
+    const before = Date.now();
+    cli.child.kill('SIGINT');
+    expect(await cli.exit).toBe(1);
+    expect(Date.now() - before).toBeLessThan(2000);
+    expect(await text).not.toContain('data: [DONE]');
+  });
+
   it('exits 0 at once on SIGTERM when idle', async () => {
     const cli = run([]);
     children.push(cli.child);

@@ -126,16 +126,25 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
     return true;
   };
   /**
-   * Refuses a request that came while draining: 503 `ERR_TIDEGATE_SHUTDOWN` in `shape`, with
-   * `Retry-After` (`limits.retryAfterSeconds`) and `Connection: close`; a body not read is not
-   * waited for (the connection lingers closed, see closeAfterResponse).
+   * Refuses a request the drain will not relay (it came while draining, or was still sending
+   * its body): 503 `ERR_TIDEGATE_SHUTDOWN` in `shape`, with `Retry-After`
+   * (`limits.retryAfterSeconds`) and `Connection: close`, and one `refused` log line. A body not
+   * read is not waited for (the connection lingers closed, see closeAfterResponse); an answer
+   * that can no longer be written closes the connection.
    */
-  const refuseDraining = (req: Request, res: Response, shape: Pick<ProviderAdapter, 'sendHttpError'>): void => {
-    res.setHeader('Connection', 'close');
-    res.setHeader('Retry-After', String(config.limits.retryAfterSeconds));
-    if (hasUnreadBody(req)) closeAfterResponse(req, res);
-    shape.sendHttpError(res, new ShutdownError('gateway is shutting down; retry on another instance'));
+  const refuseDraining = (req: Request, res: Response, shape: Pick<ProviderAdapter, 'sendHttpError'>, route: string): void => {
+    const error = new ShutdownError('gateway is shutting down; retry on another instance');
+    const writable = !res.headersSent && !res.destroyed;
+    if (writable) {
+      res.setHeader('Connection', 'close');
+      res.setHeader('Retry-After', String(config.limits.retryAfterSeconds));
+      if (hasUnreadBody(req)) closeAfterResponse(req, res);
+      shape.sendHttpError(res, error);
+    } else req.socket.destroy();
+    logger.info('refused', { route, method: req.method, status: writable ? 503 : 499, errorCode: error.code, bodyComplete: req.complete });
   };
+  /** The refusals of requests still sending their bodies, run when the drain starts. */
+  const uploading = new Set<() => void>();
   /** Runs one stream (relayed or resumed), counted for readiness and the drain. */
   const track = (run: Promise<void>): void => {
     active++;
@@ -195,7 +204,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
     app.head(RESUME_PATH, refuseHead(['GET'], (req) => resumeDeps.fallback(req)));
     app.get(RESUME_PATH, (req: Request, res: Response) => {
       const errorShape = resumeDeps.fallback(req);
-      if (!ready) return refuseDraining(req, res, errorShape);
+      if (!ready) return refuseDraining(req, res, errorShape, req.path);
       if (!admitResume(req, res, String(req.params.streamId), errorShape)) return;
       track(serveResume(req, res, String(req.params.streamId), resumeDeps));
     });
@@ -206,7 +215,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
     const adapter = adapterOf.get(route.path) as ProviderAdapter;
     // Before the body is read: a refused client costs no body bytes, and a body in flight holds its slot.
     const admit = (req: Request, res: Response, next: NextFunction): void => {
-      if (!ready) return refuseDraining(req, res, adapter);
+      if (!ready) return refuseDraining(req, res, adapter, route.path);
       const release = admission.admitStream(req);
       if (release instanceof AdmissionError) return admission.refuse(req, res, adapter, release);
       // A shared (resumable) stream takes the slot over from its first response (see holdSlot).
@@ -230,8 +239,17 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
         adapter.sendHttpError(res, Object.assign(new Error(`the request body must be JSON (Content-Type: application/json), not ${req.headers['content-type']}`), { status: 415, code: 'ERR_TIDEGATE_UNSUPPORTED_MEDIA_TYPE' }));
         return;
       }
+      // A body still arriving when the drain starts is refused then, not read on into the grace.
+      let refused = false;
+      const refuse = (): void => {
+        refused = true;
+        refuseDraining(req, res, adapter, route.path);
+      };
+      uploading.add(refuse);
       readRequestBody(req, { maxBytes: config.limits.maxRequestBodyBytes, timeoutMs: config.limits.requestBodyTimeoutMs, onRead: () => continueBody(req, res) }).then(
         (bytes) => {
+          uploading.delete(refuse);
+          if (refused) return;
           if (route.provider === 'passthrough' || bytes === undefined) req.body = bytes;
           else {
             try {
@@ -244,6 +262,8 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
           next();
         },
         (err: unknown) => {
+          uploading.delete(refuse);
+          if (refused) return;
           if (err instanceof AdmissionError) admission.refuse(req, res, adapter, err);
           else if (err instanceof RequestBodyAbortedError) res.destroy();
           else next(err);
@@ -306,7 +326,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
       served(['GET'], `${route.path}${RESPONSES_RETRIEVE_SUFFIX}`, route.provider);
       app.head(`${route.path}${RESPONSES_RETRIEVE_SUFFIX}`, refuseHead(['GET'], () => adapter));
       app.get(`${route.path}${RESPONSES_RETRIEVE_SUFFIX}`, (req: Request, res: Response) => {
-        if (!ready) return refuseDraining(req, res, adapter);
+        if (!ready) return refuseDraining(req, res, adapter, route.path);
         const resolved = resumeDeps.service.resolve(String(req.params.responseId)).catch(() => undefined);
         track(
           (async () => {
@@ -341,6 +361,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
     async drain(graceMs: number) {
       ready = false;
       playground?.close();
+      for (const refuse of [...uploading]) refuse();
       // Detached streams (no reader) are not waited for: nobody would read what they produce.
       const cancelled = resume?.cancelDetached() ?? 0;
       logger.info('draining', { activeStreams: active, graceMs, detachedCancelled: cancelled });

@@ -75,9 +75,21 @@ async function main(): Promise<void> {
   // upstream URL are credentials: never printed.
   const upstream = gateway.simulator === undefined ? redactUrlAsGiven(gateway.upstreamUrl) : 'embedded simulator';
   process.stdout.write(`tidegate listening on ${gateway.url} (upstream: ${upstream})\n`);
-  let signals = 0;
+  let firstSignalAt: number | undefined;
   const stop = (signal: NodeJS.Signals): void => {
-    if (++signals > 1) process.exit(1); // a second signal: stop now
+    if (firstSignalAt !== undefined) {
+      // One Ctrl-C reaches node twice under `npm start` (the terminal signals the whole process
+      // group and npm forwards its own copy), and so does a signal to a group or cgroup (systemd).
+      // Copies that arrive together are one request; a later one is a deliberate second Ctrl-C.
+      const sinceMs = Date.now() - firstSignalAt;
+      if (sinceMs < SIGNAL_REPEAT_WINDOW_MS) {
+        logger.info('shutdown already requested', { signal, sinceMs });
+        return;
+      }
+      logger.info('second shutdown signal: exiting now', { signal });
+      process.exit(1);
+    }
+    firstSignalAt = Date.now();
     logger.info('shutdown requested', { signal, graceMs: config.shutdown.graceMs });
     gateway.shutdown().then(
       () => process.exit(0),
@@ -90,6 +102,9 @@ async function main(): Promise<void> {
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
 }
+
+/** A signal within this long of the first is a copy of it (see `stop` in `main`), not a second Ctrl-C. */
+const SIGNAL_REPEAT_WINDOW_MS = 1000;
 
 /** Parses the flags; an unknown or malformed flag is a {@link ConfigError} pointing at `--help`. */
 function parseFlags() {

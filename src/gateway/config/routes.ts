@@ -99,9 +99,28 @@ export const DEFAULT_ROUTES: readonly RouteConfig[] = DEFAULT_APIS.map((api) => 
  */
 export function resolveRoutes(config: GatewayConfig, upstreamBase: string | undefined): ResolvedRoute[] {
   return (config.routes ?? DEFAULT_ROUTES).map((r) => {
-    const api = r.api ?? inferApi(r.provider, r.upstreamPath ?? r.path);
+    const api = r.api ?? inferApi(r.provider, (r.upstreamPath ?? r.path).split('?')[0]);
     return resolveRoute(config, r, api, upstreamBase);
   });
+}
+
+/**
+ * `base` (`upstream.url`) with `upstreamPath` appended to its path, never resolved against it:
+ * `http://h/base?api-version=1` + `/v1/models` → `http://h/base/v1/models?api-version=1`. The
+ * base's userinfo and query stay; a query on `upstreamPath` is added to the base's, its values
+ * replacing the base's for the names it sets.
+ */
+export function appendUpstreamPath(base: string, upstreamPath: string): string {
+  const url = new URL(base);
+  const q = upstreamPath.indexOf('?');
+  const path = q < 0 ? upstreamPath : upstreamPath.slice(0, q);
+  url.pathname = `${url.pathname.replace(/\/+$/, '')}${path}`;
+  if (q >= 0) {
+    const own = new URLSearchParams(upstreamPath.slice(q + 1));
+    for (const name of new Set(own.keys())) url.searchParams.delete(name);
+    for (const [name, value] of own) url.searchParams.append(name, value);
+  }
+  return url.toString();
 }
 
 function resolveRoute(config: GatewayConfig, r: RouteConfig, api: RouteApi, upstreamBase: string | undefined): ResolvedRoute {
@@ -110,7 +129,7 @@ function resolveRoute(config: GatewayConfig, r: RouteConfig, api: RouteApi, upst
     provider: r.provider,
     api,
     methods: r.methods ?? [...API_SPECS[api].methods],
-    url: r.url ?? (upstreamBase === undefined ? undefined : new URL((r.upstreamPath ?? r.path).slice(1), upstreamBase.endsWith('/') ? upstreamBase : `${upstreamBase}/`).toString()),
+    url: r.url ?? (upstreamBase === undefined ? undefined : appendUpstreamPath(upstreamBase, r.upstreamPath ?? r.path)),
     apiKey: r.apiKey ?? config.upstream.apiKey,
     maxBodyBytes: config.upstream.maxBodyBytes,
     forwardHeaders: r.forwardHeaders,
