@@ -135,6 +135,28 @@ describe('request body: size limit', () => {
   });
 });
 
+describe('request body: on a request no route reads a body of', () => {
+  it.each(['/healthz', '/metrics', '/v1/models', '/v1/streams/unknown'])('closes the connection after answering GET %s with an endless body, without reading it on', async (pathname) => {
+    tg = await startTestGateway({
+      routes: [
+        { path: '/v1/models', provider: 'openai', api: 'models', methods: ['GET'] },
+        { path: '/v1/chat/completions', provider: 'openai', resume: true },
+      ],
+    });
+    const client = await connect(tg.gateway.port);
+    client.socket.write(`GET ${pathname} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n`);
+    const frame = `4000\r\n${' '.repeat(0x4000)}\r\n`;
+    const drip = setInterval(() => client.socket.writable && client.socket.write(frame), 5);
+    timers.push(drip);
+    await until(() => statusOf(client.reply()) > 0);
+    const answeredAt = Date.now();
+    const closedAt = await Promise.race([client.closed, new Promise<number>((r) => timers.push(setTimeout(() => r(-1), 5000)))]);
+    expect(closedAt).toBeGreaterThan(0);
+    expect(closedAt - answeredAt).toBeLessThan(2000);
+    expect(client.reply()).toMatch(/\r\nConnection: close\r\n/i);
+  });
+});
+
 describe('request body: timeout', () => {
   it('answers 408 in the route shape and closes the connection when the body does not arrive in time', async () => {
     tg = await startTestGateway({ config: { limits: { requestBodyTimeoutMs: 500 } } });

@@ -161,6 +161,16 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
   const served = (methods: readonly string[], path: string, provider: string): void => {
     endpoints.push({ methods, path: path.replace(/:(\w+)/g, '{$1}'), provider });
   };
+  // Only POST routes read a body. On any other request Node would read an unread body on after the
+  // answer, at full speed, to keep the connection: it is closed after the answer instead, with
+  // the lingering close's bound (CLOSE_LINGER_MS, CLOSE_LINGER_BYTES).
+  app.use((req, res, next) => {
+    if (req.method !== 'POST' && hasUnreadBody(req)) {
+      res.setHeader('Connection', 'close');
+      closeAfterResponse(req, res);
+    }
+    next();
+  });
   // First: refusals and errors carry the CORS headers too, so a page can read them.
   const corsHandler = corsMiddleware(config.cors);
   if (corsHandler) app.use(corsHandler);
