@@ -4,6 +4,7 @@ import { createLogger } from '../../src/gateway/logger';
 import type { StreamPolicyFn } from '../../src/gateway/relay/relay';
 import { startGateway, type RunningGateway } from '../../src/gateway/server';
 import { createSimulator, type Simulator, type SimulatorOptions } from '../../src/simulator';
+import { trackOpen } from '../harness/net';
 
 /** One captured log entry (winston's info object). */
 export type LogLine = Record<string, unknown>;
@@ -52,15 +53,13 @@ export async function startTestGateway(
     upstream: { url, ...((options.config?.upstream as object | undefined) ?? {}) },
   });
   const gateway = await startGateway(config, { logger: createLogger({ transports: [logs] }), policies: options.policies });
-  return {
-    gateway,
-    sim,
-    logs,
-    async close() {
-      await gateway.close();
-      await sim.close();
-    },
+  const close = async (): Promise<void> => {
+    untrack();
+    await gateway.close();
+    await sim.close();
   };
+  const untrack = trackOpen(close);
+  return { gateway, sim, logs, close };
 }
 
 /** Parses Prometheus text exposition into `name{labels}` → value (a small regex, no prom-client internals). */

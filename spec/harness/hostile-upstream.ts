@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type net from 'node:net';
 import zlib from 'node:zlib';
-import { listen } from './net';
+import { listen, trackOpen } from './net';
 
 /** What a hostile upstream saw, per path. */
 export interface HostileUpstream {
@@ -121,7 +121,7 @@ export async function hostileUpstream(): Promise<HostileUpstream> {
     sockets.add(s);
     s.on('close', () => sockets.delete(s));
   });
-  return {
+  const upstream = {
     url: server.url,
     requests,
     aborted,
@@ -129,9 +129,12 @@ export async function hostileUpstream(): Promise<HostileUpstream> {
     fastBytes: () => fast,
     openSockets: () => sockets.size,
     async close() {
+      untrack();
       for (const t of timers) clearTimeout(t);
       timers.clear();
       await server.close();
     },
   };
+  const untrack = trackOpen(() => upstream.close());
+  return upstream;
 }

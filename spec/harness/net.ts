@@ -2,6 +2,44 @@ import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 
+const open = new Set<() => unknown>();
+
+/**
+ * Registers `close` (a server, socket or process the harness opened) for {@link closeAll}.
+ * Returns the function to call once the owner closed it itself, so it is not closed twice.
+ */
+export function trackOpen(close: () => unknown): () => void {
+  const entry = (): unknown => close();
+  open.add(entry);
+  return () => {
+    open.delete(entry);
+  };
+}
+
+/**
+ * Closes everything the harness opened and nobody closed yet, newest first (a gateway before its
+ * upstream), each given at most `perHandleMs`. Runs after every spec file (jest.config.js
+ * `setupFilesAfterEnv`), so a setup that throws before its own teardown still lets jest exit.
+ */
+export async function closeAll(perHandleMs = 5000): Promise<void> {
+  const closers = [...open].reverse();
+  open.clear();
+  for (const close of closers) {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, perHandleMs);
+      timer.unref();
+    });
+    try {
+      await Promise.race([Promise.resolve().then(close), timeout]);
+    } catch {
+      // teardown of a resource that already failed: nothing left to report
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
 /** Starts `handler` (an Express app or request listener) on 127.0.0.1, on `port` (0: ephemeral). */
 export async function listen(
   handler: http.RequestListener,
@@ -16,16 +54,14 @@ export async function listen(
     });
   });
   const bound = (server.address() as AddressInfo).port;
-  return {
-    server,
-    port: bound,
-    url: `http://127.0.0.1:${bound}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
+  const close = (): Promise<void> =>
+    new Promise<void>((resolve) => {
+      untrack();
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
+  const untrack = trackOpen(close);
+  return { server, port: bound, url: `http://127.0.0.1:${bound}`, close };
 }
 
 /**
@@ -41,7 +77,11 @@ export class RawClient {
 
   private constructor(socket: net.Socket) {
     this.socket = socket;
-    socket.on('close', () => (this.closed = true));
+    const untrack = trackOpen(() => this.destroy());
+    socket.on('close', () => {
+      this.closed = true;
+      untrack();
+    });
     socket.on('error', () => undefined);
   }
 
@@ -51,6 +91,9 @@ export class RawClient {
     await new Promise<void>((resolve, reject) => {
       socket.once('connect', resolve);
       socket.once('error', reject);
+    }).catch((err: unknown) => {
+      socket.destroy();
+      throw err;
     });
     socket.pause();
     const client = new RawClient(socket);

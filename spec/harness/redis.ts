@@ -1,5 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
+import { trackOpen } from './net';
 
 /** A `redis-server` started by a spec on a free 127.0.0.1 port, without persistence. */
 export interface RedisProcess {
@@ -29,6 +30,15 @@ export function redisAvailable(): boolean {
 export async function startRedis(): Promise<RedisProcess> {
   const port = await freePort();
   const child: ChildProcess = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'yes'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const stop = async (): Promise<void> => {
+    untrack();
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    child.kill('SIGKILL');
+    await exited;
+  };
+  const untrack = trackOpen(stop);
+  child.once('exit', untrack);
   let out = '';
   child.stdout?.on('data', (c: Buffer) => (out += c.toString()));
   await new Promise<void>((resolve, reject) => {
@@ -45,16 +55,7 @@ export async function startRedis(): Promise<RedisProcess> {
       reject(new Error(`redis-server exited with ${String(code)}: ${out}`));
     });
   });
-  return {
-    url: `redis://127.0.0.1:${port}`,
-    port,
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-      child.kill('SIGKILL');
-      await exited;
-    },
-  };
+  return { url: `redis://127.0.0.1:${port}`, port, stop };
 }
 
 function freePort(): Promise<number> {

@@ -10,7 +10,7 @@ import { parseConfig } from '../../src/gateway/config';
 import { createLogger } from '../../src/gateway/logger';
 import { startGateway, type RunningGateway } from '../../src/gateway/server';
 import { CaptureTransport } from '../gateway/helpers';
-import { listen, type RawClient } from './net';
+import { listen, trackOpen, type RawClient } from './net';
 
 /** What {@link useRelayHarness} sets up for a describe block; filled in by its `beforeAll`. */
 export interface RelayHarness {
@@ -120,7 +120,7 @@ export async function scriptedUpstream(): Promise<ScriptedUpstream> {
     sockets.add(s);
     s.on('close', () => sockets.delete(s));
   });
-  return {
+  const upstream = {
     url: server.url,
     scripts,
     sockets,
@@ -131,11 +131,14 @@ export async function scriptedUpstream(): Promise<ScriptedUpstream> {
       return state.aborted;
     },
     async close() {
+      untrack();
       for (const t of timers) clearTimeout(t);
       timers.clear();
       await server.close();
     },
   };
+  const untrack = trackOpen(() => upstream.close());
+  return upstream;
 }
 
 /** A gateway on 127.0.0.1:0 in front of `upstreamUrl`, with captured logs. */
@@ -143,6 +146,12 @@ export async function testGateway(upstreamUrl: string, routes: unknown[], stream
   const logs = new CaptureTransport();
   const config = parseConfig({ port: 0, upstream: { url: upstreamUrl }, retry: { maxAttempts: 1 }, stream, routes });
   const gw = await startGateway(config, { logger: createLogger({ transports: [logs] }) });
+  const close = gw.close.bind(gw);
+  const untrack = trackOpen(close);
+  gw.close = () => {
+    untrack();
+    return close();
+  };
   return { gw, logs };
 }
 
