@@ -34,6 +34,8 @@ export * from './client';
 export { UpstreamHttpError, UpstreamRedirectError, UpstreamResetError, UpstreamUnreachableError, UpstreamStreamError, UpstreamTruncatedError } from './http/errors';
 export { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_FIRST_BYTE_TIMEOUT_MS, fetchUpstream, openUpstreamStream } from './http/request';
 export type { UpstreamBody, UpstreamRequest, UpstreamStream } from './http/request';
+export type { FollowRedirects } from './http/call';
+export type { RedirectRefusal } from './http/errors';
 export type { AbortSignalLike } from './http/abort-signal-like';
 export { withRetries } from './http/retry';
 export type { RetryNotice, RetryPolicy } from './http/retry';

@@ -1,6 +1,6 @@
 import type http from 'node:http';
 import type { SseEvent } from '../sse/codec/parser';
-import { DEFAULT_CONNECT_TIMEOUT_MS } from '../http/call';
+import { DEFAULT_CONNECT_TIMEOUT_MS, type FollowRedirects } from '../http/call';
 import { fetchTransport, type SseFetch } from './fetch';
 import { httpTransport, type SseTransport } from './transport';
 import type { AbortSignalLike } from '../http/abort-signal-like';
@@ -76,9 +76,12 @@ export interface ConnectSseOptions {
   firstByteTimeoutMs?: number | undefined;
   /**
    * Follow a 3xx answer to the address it names (default `true`, as EventSource). `false`: a
-   * 3xx fails the stream with `SseHttpError`. A caller's own `fetch` follows its own rules.
+   * 3xx fails the stream with `SseHttpError`. `'same-origin'`: only a redirect that stays on the
+   * URL's scheme, host and port is followed. A redirect loop (past 20), or one off the origin
+   * with `'same-origin'`, fails the stream with `UpstreamRedirectError`, not retried. A caller's
+   * own `fetch` follows its own rules.
    */
-  followRedirects?: boolean | undefined;
+  followRedirects?: FollowRedirects | undefined;
   /**
    * True for the event that ends the stream cleanly (e.g. OpenAI's `data: [DONE]`): it is delivered, then the flow
    * completes at once without reconnecting. The response body is then read to its end and dropped, so the keep-alive

@@ -4,6 +4,7 @@ import { reportDropped } from '../flow/discard';
 import type { Subscriber, Subscription } from '../flow/types';
 import type { SseEvent } from '../sse/codec/parser';
 import { sseDecode } from '../sse/operators/sse-decode';
+import { UpstreamRedirectError } from '../http/errors';
 import { retryAfterMs as parseRetryAfter } from '../http/retry';
 import { tapBytes, type BodyTap } from './body-tap';
 import type { ResolvedSseOptions, SseResponseInfo } from './options';
@@ -116,7 +117,10 @@ export class SseSession implements Subscription {
         else this.onResponse(gen, answer);
       },
       (err: unknown) => {
-        if (gen === this.generation) this.onConnectionFailure(err);
+        if (gen !== this.generation) return;
+        // The upstream answered, with a redirect loop or one off its origin: asking again changes nothing.
+        if (err instanceof UpstreamRedirectError) this.finish(true, err);
+        else this.onConnectionFailure(err);
       },
     );
   }

@@ -1,5 +1,6 @@
 import type http from 'node:http';
 import type { Flow } from '../flow/flow';
+import type { FollowRedirects } from '../http/call';
 import { sendUpstream } from '../http/request';
 import { upstreamAgent } from '../http/node-hooks';
 
@@ -43,7 +44,7 @@ export function defaultSseAgent(url: URL): http.Agent {
  * agent (or a view of the caller's `agent`), connect and first-byte timeouts, sized reads,
  * typed network errors that never carry the URL.
  */
-export function httpTransport(options: { agent: http.Agent | undefined; connectTimeoutMs: number; firstByteTimeoutMs: number; followRedirects: boolean }): SseTransport {
+export function httpTransport(options: { agent: http.Agent | undefined; connectTimeoutMs: number; firstByteTimeoutMs: number; followRedirects: FollowRedirects }): SseTransport {
   return (request, signal) =>
     sendUpstream({
       url: request.url.href,

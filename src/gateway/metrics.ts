@@ -83,13 +83,13 @@ export class GatewayMetrics {
     this.activeStreams = new Gauge({ name: 'tidegate_active_streams', help: 'Streams being relayed now.', labelNames: ['route'], registers: [registry] });
     this.upstreamRequests = new Counter({
       name: 'tidegate_upstream_requests_total',
-      help: 'Upstream requests by outcome: ok (streaming or JSON answer), http_<status>, unreachable, reset, timeout, aborted, error.',
+      help: 'Upstream requests by outcome: ok (streaming or JSON answer), http_<status>, redirect, unreachable, reset, timeout, aborted, error.',
       labelNames: ['route', 'outcome'],
       registers: [registry],
     });
     this.streams = new Counter({
       name: 'tidegate_streams_total',
-      help: 'Client streams by outcome (completed, upstream_unreachable, upstream_reset, overflow, stalled, client_closed, timeout, upstream_error, shutdown).',
+      help: 'Client streams by outcome (completed, upstream_unreachable, upstream_reset, overflow, stalled, client_closed, timeout, upstream_error, upstream_redirect, shutdown).',
       labelNames: ['route', 'outcome'],
       registers: [registry],
     });

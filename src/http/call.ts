@@ -11,7 +11,7 @@ import { fromReadable } from '../flow/sources/readable';
 import { timerScheduler } from '../flow/timer-scheduler';
 import type { FlowContext, Subscriber } from '../flow/types';
 import { readBounded } from './read-bounded';
-import { DEFAULT_MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES, networkError, UpstreamBodyTooLargeError } from './errors';
+import { DEFAULT_MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES, MAX_REDIRECTS, networkError, UpstreamBodyTooLargeError, UpstreamRedirectError } from './errors';
 import { bypassBodyCallbacks } from './body-bypass';
 import { bodyIsResponse, callAgent, CallSignal, dropReceivedHeaders, dropSentHeaders, expectRedirect, readCallOf, releaseFetchListeners, setReadCall, withClientRequest, type SizedReadCall } from './node-hooks';
 import { markListeners, type ListenerMark } from './listener-mark';
@@ -21,6 +21,14 @@ import type { AbortSignalLike } from './abort-signal-like';
 export const DEFAULT_FIRST_BYTE_TIMEOUT_MS = 60_000;
 /** Default time to establish the TCP (and TLS) connection, ms. */
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+
+/**
+ * Which 3xx answers a call follows: none (`false`), any (`true`, as node-fetch and EventSource
+ * do), or only those whose `Location` stays on the request URL's origin (`'same-origin'`:
+ * scheme, host and port), so headers such as `x-api-key`, which node-fetch keeps on a redirect
+ * to another host, never leave it. At most {@link MAX_REDIRECTS} are followed.
+ */
+export type FollowRedirects = boolean | 'same-origin';
 
 /** One upstream call. Every timeout is in ms; 0 disables it. */
 export interface UpstreamRequest {
@@ -80,10 +88,12 @@ export interface UpstreamRequest {
    */
   route?: string | undefined;
   /**
-   * Follow a 3xx answer as node-fetch does (default `false`: a redirect rejects with
-   * {@link UpstreamRedirectError}, nothing is sent to the address it names).
+   * Which 3xx answers to follow ({@link FollowRedirects}; default `false`: a redirect rejects with
+   * {@link UpstreamRedirectError}, nothing is sent to the address it names). A redirect past
+   * {@link MAX_REDIRECTS}, or off the origin with `'same-origin'`, is not followed either: the
+   * call ends with {@link UpstreamRedirectError} (`reason` `too-many`, `other-origin`).
    */
-  followRedirects?: boolean | undefined;
+  followRedirects?: FollowRedirects | undefined;
 }
 
 /**
@@ -115,6 +125,10 @@ export class UpstreamCall implements SizedReadCall {
   private sending: { req: http.ClientRequest; reqMark: ListenerMark; resMark?: ListenerMark } | undefined;
   /** The request, once node-fetch's listeners were dropped ({@link releaseFetchListeners}): an abort destroys it here. */
   private req: http.ClientRequest | undefined;
+  /** Redirects followed so far. */
+  private redirects = 0;
+  /** The redirect this call was told to follow but did not: the answer it ends with. */
+  refusedRedirect: UpstreamRedirectError | undefined;
 
   constructor(readonly request: CallRequest) {
     if (request.signal?.aborted) this.onAbort();
@@ -159,7 +173,7 @@ export class UpstreamCall implements SizedReadCall {
           // anyway is gunzipped with Z_SYNC_FLUSH rather than fed to the parser as gzip bytes.
           compress: true,
           signal: this.signal as never,
-          redirect: request.followRedirects === true ? 'follow' : 'manual',
+          redirect: request.followRedirects === true || request.followRedirects === 'same-origin' ? 'follow' : 'manual',
         }),
       );
       const response = await pending;
@@ -211,9 +225,19 @@ export class UpstreamCall implements SizedReadCall {
     // node-fetch follows a redirect with a request of its own, sent from its 'response' listener
     // (registered after this one, run synchronously next): the agent hands that one to this
     // call too. Only a final answer is kept.
-    if (this.request.followRedirects === true && res.headers.location !== undefined && isRedirect(res.statusCode ?? 0)) {
-      expectRedirect(this.attach);
-      return;
+    const follow = this.request.followRedirects;
+    const status = res.statusCode ?? 0;
+    if ((follow === true || follow === 'same-origin') && res.headers.location !== undefined && isRedirect(status)) {
+      const reason = this.redirects >= MAX_REDIRECTS ? 'too-many' : follow === 'same-origin' && !sameOrigin(res.headers.location, this.request.url) ? 'other-origin' : undefined;
+      if (reason === undefined) {
+        this.redirects++;
+        expectRedirect(this.attach);
+        return;
+      }
+      // Without a `Location` node-fetch resolves with this answer instead of following it (an
+      // abort here would leave its next request's rejection unhandled): the caller refuses it.
+      delete res.headers.location;
+      this.refusedRedirect = new UpstreamRedirectError(status, this.request.route, reason);
     }
     this.incoming = res;
     const encoding = res.headers['content-encoding'];
@@ -451,6 +475,15 @@ function checkUrl(url: string): void {
   new URL(url);
   if (validUrls.size >= MAX_VALID_URLS) validUrls.clear();
   validUrls.add(url);
+}
+
+/** `location`, resolved against `url`, has `url`'s scheme, host and port; an unparsable one has not. */
+function sameOrigin(location: string, url: string): boolean {
+  try {
+    return new URL(location, url).origin === new URL(url).origin;
+  } catch {
+    return false;
+  }
 }
 
 /** A status node-fetch follows as a redirect. */

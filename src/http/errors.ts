@@ -16,22 +16,39 @@ export class UpstreamHttpError extends TidegateError {
 }
 
 /**
- * The upstream answered a redirect (`ERR_TIDEGATE_UPSTREAM_REDIRECT`, HTTP 502 to the client).
- * The gateway does not follow it: a redirect would send the request body (and, to the same host,
- * the upstream key) to an address nobody configured. `upstreamStatus` is the 3xx; the `Location`
- * is not kept, so no upstream address reaches a client or a log.
+ * Why a redirect was not followed: the route does not follow redirects (`not-followed`), the
+ * upstream redirected more times than a call follows (`too-many`, a loop), or it pointed off the
+ * upstream's origin (`other-origin`).
+ */
+export type RedirectRefusal = 'not-followed' | 'too-many' | 'other-origin';
+
+/**
+ * The upstream answered a redirect the call does not follow (`ERR_TIDEGATE_UPSTREAM_REDIRECT`,
+ * HTTP 502 to the client, never retried): a redirect would send the request body (and, to the
+ * same host, the upstream key) to an address nobody configured. `upstreamStatus` is the last 3xx,
+ * `reason` says why it was not followed; the `Location` is not kept, so no upstream address
+ * reaches a client or a log.
  */
 export class UpstreamRedirectError extends TidegateError {
   constructor(
     readonly upstreamStatus: number,
     route?: string | undefined,
+    readonly reason: RedirectRefusal = 'not-followed',
   ) {
+    const upstream = `upstream${route === undefined ? '' : ` for route ${route}`}`;
     super(
       'ERR_TIDEGATE_UPSTREAM_REDIRECT',
-      `upstream${route === undefined ? '' : ` for route ${route}`} answered HTTP ${upstreamStatus} (a redirect); redirects are not followed: configure the address it points to`,
+      reason === 'too-many'
+        ? `${upstream} kept redirecting (HTTP ${upstreamStatus} after ${MAX_REDIRECTS} redirects, a loop?): configure the address it ends at`
+        : reason === 'other-origin'
+          ? `${upstream} answered HTTP ${upstreamStatus} (a redirect) to another origin; redirects are followed on the upstream's own origin only: configure the address it points to`
+          : `${upstream} answered HTTP ${upstreamStatus} (a redirect); redirects are not followed: configure the address it points to`,
     );
   }
 }
+
+/** Most redirects one upstream call follows (node-fetch's default `follow`); the next one ends it with {@link UpstreamRedirectError}. */
+export const MAX_REDIRECTS = 20;
 
 /**
  * The upstream connection failed or was reset (`ERR_TIDEGATE_UPSTREAM_RESET`). `status` is the

@@ -73,11 +73,17 @@ export async function openUpstreamStream(request: UpstreamRequest): Promise<Upst
   return { response, body, bufferedBytes: () => call.bufferedBytes(), readsSized: () => call.readsSized() };
 }
 
-/** A 3xx answer the call was not told to follow ends it with {@link UpstreamRedirectError}, its body unread. */
+/**
+ * A 3xx answer the call was not told to follow, or one it refused to follow (too many, another
+ * origin: see `followRedirects`), ends it with {@link UpstreamRedirectError}, its body unread.
+ */
 function refuseRedirect(call: UpstreamCall, response: Response): void {
-  if (!isRedirect(response.status) || call.request.followRedirects === true) return;
+  if (!isRedirect(response.status)) return;
+  const refused = call.refusedRedirect;
+  const follow = call.request.followRedirects;
+  if (refused === undefined && (follow === true || follow === 'same-origin')) return;
   call.release();
-  throw new UpstreamRedirectError(response.status, call.request.route);
+  throw refused ?? new UpstreamRedirectError(response.status, call.request.route);
 }
 
 /**
@@ -135,12 +141,18 @@ export interface UpstreamAnswer {
  * {@link openUpstreamStream}.
  *
  * Errors: {@link UpstreamResetError} when the connection fails, `TimeoutError` (`connect`,
- * `first`), the signal's abort reason when aborted.
+ * `first`), {@link UpstreamRedirectError} for a redirect `followRedirects` refused to follow
+ * (too many, another origin), the signal's abort reason when aborted.
  */
 export async function sendUpstream(request: CallRequest): Promise<UpstreamAnswer> {
-  // A 3xx not followed is an answer like any other: the caller maps it.
+  // A 3xx not followed is an answer like any other: the caller maps it. One the call refused to
+  // follow is not: what it would have led to is unknown.
   const call = new UpstreamCall(request);
   const response: Response = await call.send({});
+  if (call.refusedRedirect !== undefined) {
+    call.release();
+    throw call.refusedRedirect;
+  }
   return {
     status: response.status,
     headers: response.headers,

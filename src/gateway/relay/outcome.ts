@@ -13,6 +13,7 @@ export type RelayOutcome =
   | 'client_closed'
   | 'timeout'
   | 'upstream_error'
+  | 'upstream_redirect'
   | 'shutdown';
 
 /** A client left before the headers were sent; the reason the upstream request is aborted with. */
@@ -25,7 +26,7 @@ export class ClientClosedError extends TidegateError {
 /** The `outcome` label of one failed upstream attempt (`tidegate_upstream_requests_total`). */
 export function upstreamOutcome(err: unknown): string {
   if (err instanceof UpstreamHttpError) return `http_${err.status}`;
-  if (err instanceof UpstreamRedirectError) return `http_${err.upstreamStatus}`;
+  if (err instanceof UpstreamRedirectError) return 'redirect';
   if (err instanceof TimeoutError) return 'timeout';
   if (err instanceof UpstreamUnreachableError) return 'unreachable';
   if (err instanceof UpstreamResetError) return 'reset';
@@ -39,6 +40,7 @@ export function errorOutcome(err: unknown): RelayOutcome {
   if (err instanceof ShutdownError) return 'shutdown';
   if (err instanceof BufferOverflowError || codeOf(err) === 'ERR_TIDEGATE_OVERFLOW') return 'overflow';
   if (err instanceof UpstreamUnreachableError) return 'upstream_unreachable';
+  if (err instanceof UpstreamRedirectError) return 'upstream_redirect';
   if (err instanceof UpstreamResetError || err instanceof UpstreamTruncatedError) return 'upstream_reset';
   if (err instanceof UpstreamStreamError || err instanceof UpstreamHttpError || err instanceof SseLimitError) return 'upstream_error';
   if (err instanceof ClientClosedError) return 'client_closed';

@@ -3,7 +3,7 @@ import { SseConnectionError, SseHttpError } from '../../errors';
 import { Flow } from '../../flow/flow';
 import type { Subscriber, Subscription } from '../../flow/types';
 import type { SseEvent } from '../../sse/codec/parser';
-import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_FIRST_BYTE_TIMEOUT_MS, isRedirect } from '../../http/call';
+import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_FIRST_BYTE_TIMEOUT_MS, isRedirect, type FollowRedirects } from '../../http/call';
 import { UpstreamHttpError, UpstreamRedirectError, UpstreamResetError, UpstreamUnreachableError } from '../../http/errors';
 import type { AbortSignalLike } from '../../http/abort-signal-like';
 
@@ -33,8 +33,8 @@ export interface ResumableRequest {
   connectTimeoutMs?: number | undefined;
   /** Each attempt's first body byte must arrive within this, ms (0: never; default 60000). */
   firstByteTimeoutMs?: number | undefined;
-  /** Follow a 3xx answer (the route's `followRedirects`; default `false`: {@link UpstreamRedirectError}). */
-  followRedirects?: boolean | undefined;
+  /** Which 3xx answers to follow (the route's `followRedirects`, as `'same-origin'`; default `false`: {@link UpstreamRedirectError}). */
+  followRedirects?: FollowRedirects | undefined;
   /** The route, named in errors instead of the URL. */
   route?: string | undefined;
   maxEventBytes: number;
@@ -79,7 +79,7 @@ export function openResumableStream(request: ResumableRequest): Promise<Flow<Sse
       // The relay's own deadlines, per attempt, through the same HTTP stack as every other route.
       connectTimeoutMs: request.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
       firstByteTimeoutMs: request.firstByteTimeoutMs ?? DEFAULT_FIRST_BYTE_TIMEOUT_MS,
-      followRedirects: request.followRedirects === true,
+      followRedirects: request.followRedirects ?? false,
       maxEventBytes: request.maxEventBytes,
       isTerminal: request.isTerminal,
       onOpen: () => {
@@ -96,6 +96,7 @@ export function openResumableStream(request: ResumableRequest): Promise<Flow<Sse
 
 function mapError(err: unknown, route?: string): unknown {
   if (err instanceof SseHttpError && isRedirect(err.status)) return new UpstreamRedirectError(err.status, route);
+  if (err instanceof UpstreamRedirectError) return new UpstreamRedirectError(err.upstreamStatus, route, err.reason);
   if (err instanceof SseHttpError) return new UpstreamHttpError(err.status, err.body, err.contentType, err.retryAfterMs);
   if (err instanceof SseConnectionError) {
     // Refused, unresolvable or unroutable on the last attempt: unreachable, as on every other route.

@@ -49,7 +49,8 @@ export function upstreamRequest(req: Request, route: ResolvedRoute & { url: stri
     idleTimedByEvents: ask.streaming,
     maxBodyBytes: route.maxBodyBytes,
     route: route.path,
-    followRedirects: route.followRedirects,
+    // Never off the configured origin: node-fetch keeps `x-api-key` and `api-key` on a redirect to another host.
+    followRedirects: route.followRedirects ? 'same-origin' : false,
   };
 }
 
