@@ -3,6 +3,7 @@ import { playgroundRouter } from '../playground';
 import { arrivedOnLoopback, playgroundEnabled } from '../playground/exposure';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import { ShutdownError } from '../errors';
+import { codeOf } from '../express/error-shapes';
 import type { ProviderAdapter } from '../providers/types';
 import { AdmissionError, closeAfterResponse, createAdmission, hasUnreadBody, type Admission, type ReleaseStream } from './admission';
 import { resolveRoutes, type GatewayConfig, type ResolvedRoute } from './config';
@@ -17,7 +18,7 @@ import { adapterFor } from './route-adapters';
 import { errorShapeFor, isJsonContentType, noRouteHandler, PLAIN_ERRORS, refuseHead } from './route-errors';
 import { RESUME_PATH, serveResume, type ResumeEndpointDeps } from './resume/endpoints';
 import { parseEventId } from './resume/ids';
-import { RESPONSES_RETRIEVE_SUFFIX, serveResponsesRetrieve } from './resume/responses-endpoint';
+import { RESPONSES_RETRIEVE_SUFFIX, retrieveQuery, serveResponsesRetrieve } from './resume/responses-endpoint';
 import { ResumeService } from './resume/service';
 import { redisStore } from './resume/redis-config';
 
@@ -340,7 +341,15 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
         const resolved = resumeDeps.service.resolve(String(req.params.responseId)).catch(() => undefined);
         track(
           (async () => {
-            if (req.query.stream === 'true' && !admitResume(req, res, await resolved, adapter)) return;
+            let streamed: boolean;
+            try {
+              streamed = retrieveQuery(req).stream;
+            } catch (err) {
+              resumeDeps.logger.info('resume', { route: route.path, outcome: 'refused', errorCode: codeOf(err) });
+              adapter.sendHttpError(res, err);
+              return;
+            }
+            if (streamed && !admitResume(req, res, await resolved, adapter)) return;
             await serveResponsesRetrieve(req, res, route.path, resumeDeps, resolved);
           })(),
         );

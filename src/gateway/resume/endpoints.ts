@@ -8,6 +8,7 @@ import type { ProviderAdapter } from '../../providers/types';
 import type { ResolvedRoute } from '../config';
 import type { Logger } from '../logger';
 import { ResumeForbiddenError, ResumeGapError, ResumeRequestError, StreamNotFoundError } from './errors';
+import { singleQueryValue } from './query';
 import { credentialHash, credentialMatches, isStreamId, parseEventId } from './ids';
 import type { ResumeService } from './service';
 import type { StoredStream } from './store';
@@ -95,9 +96,9 @@ function resumePoint(req: Request, streamId: string): number {
     if (id === undefined || id.streamId !== streamId) throw new ResumeRequestError(`Last-Event-ID ${JSON.stringify(header.slice(0, 80))} names no event of stream ${streamId}`);
     return id.seq;
   }
-  const after = req.query.after;
+  const after = singleQueryValue(req, 'after');
   if (after === undefined) return 0;
-  if (typeof after !== 'string' || !/^\d{1,15}$/.test(after)) throw new ResumeRequestError('after must be the seq of an event (a non-negative integer)');
+  if (!/^\d{1,15}$/.test(after)) throw new ResumeRequestError('after must be the seq of an event (a non-negative integer)');
   return Number(after);
 }
 

@@ -3,6 +3,7 @@ import { eventDataOf } from '../../providers/responses';
 import { num, obj } from '../../providers/wire';
 import { serveResume, type ResumeEndpointDeps } from './endpoints';
 import { ResponseInProgressError, ResumeForbiddenError, ResumeGapError, ResumeRequestError, StreamNotFoundError } from './errors';
+import { singleQueryValue } from './query';
 import { credentialHash, credentialMatches } from './ids';
 import type { LogSnapshot, StoredStream } from './store';
 
@@ -34,8 +35,15 @@ const TERMINAL_TYPES = new Set(['response.completed', 'response.incomplete', 're
 export async function serveResponsesRetrieve(req: Request, res: Response, routePath: string, deps: ResumeEndpointDeps, resolving?: Promise<string | undefined>): Promise<void> {
   const responseId = String(req.params.responseId);
   const resolved = await (resolving ?? deps.service.resolve(responseId)).catch(() => undefined);
-  if (req.query.stream === 'true') {
-    return serveResume(req, res, resolved ?? '', deps, routePath, async (stored) => seqAfterSequenceNumber(await stored.snapshot(), startingAfter(req)));
+  let query: RetrieveQuery;
+  try {
+    query = retrieveQuery(req);
+  } catch (err) {
+    deps.adapterOf(routePath).sendHttpError(res, err);
+    return;
+  }
+  if (query.stream) {
+    return serveResume(req, res, resolved ?? '', deps, routePath, async (stored) => seqAfterSequenceNumber(await stored.snapshot(), query.startingAfter));
   }
   try {
     const stored = resolved === undefined ? undefined : await deps.service.find(resolved);
@@ -60,12 +68,24 @@ async function finalResponse(stored: StoredStream): Promise<Record<string, unkno
   return response;
 }
 
-/** `starting_after` as a number, `undefined` when absent. */
-function startingAfter(req: Request): number | undefined {
-  const value = req.query.starting_after;
-  if (value === undefined) return undefined;
-  if (typeof value !== 'string' || !/^\d{1,15}$/.test(value)) throw new ResumeRequestError('starting_after must be the sequence_number of an event (a non-negative integer)');
-  return Number(value);
+/** What a Responses retrieve asks for: the stream (`stream=true`) and after which `sequence_number`. */
+export interface RetrieveQuery {
+  readonly stream: boolean;
+  /** `starting_after`, `undefined` when absent. */
+  readonly startingAfter: number | undefined;
+}
+
+/**
+ * The query of a Responses retrieve, checked before anything is looked up or admitted.
+ *
+ * @throws {ResumeRequestError} (400) when `stream` or `starting_after` is repeated or bracketed
+ * (see {@link singleQueryValue}), or `starting_after` is not a non-negative integer
+ */
+export function retrieveQuery(req: Request): RetrieveQuery {
+  const stream = singleQueryValue(req, 'stream') === 'true';
+  const value = singleQueryValue(req, 'starting_after');
+  if (value !== undefined && !/^\d{1,15}$/.test(value)) throw new ResumeRequestError('starting_after must be the sequence_number of an event (a non-negative integer)');
+  return { stream, startingAfter: value === undefined ? undefined : Number(value) };
 }
 
 /**
