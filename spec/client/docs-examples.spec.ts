@@ -1,10 +1,10 @@
-import { filter, map } from 'rxjs';
-import { connectSse } from '../../src/client';
+import { filter as rxFilter, map as rxMap } from 'rxjs';
+import { connectSse, filter, map } from '../../src';
 import type { FlowSubscription } from '../../src/flow/types';
 import type { SseEvent } from '../../src/sse';
 import { scriptedServer, sseHead, within, type ScriptedServer } from './helpers';
 
-// The two consumption styles of docs/client.md, run against a local OpenAI-style stream.
+// The consumption styles of docs/client.md, run against a local OpenAI-style stream.
 
 let server: ScriptedServer;
 beforeAll(async () => {
@@ -36,7 +36,7 @@ describe('docs/client.md examples', () => {
     expect(seen).toHaveLength(3);
   });
 
-  it('consumes with plain RxJS subscribe and RxJS operators', async () => {
+  it('consumes with subscribe and the map and filter tidegate exports', async () => {
     let text = '';
     await within(
       new Promise<void>((resolve, reject) => {
@@ -44,6 +44,22 @@ describe('docs/client.md examples', () => {
           .pipe(
             filter((e: SseEvent) => e.data !== '[DONE]'),
             map((e: SseEvent) => (JSON.parse(e.data) as { choices: { delta?: { content?: string } }[] }).choices[0]?.delta?.content ?? ''),
+          )
+          .subscribe({ next: (token) => (text += token), error: reject, complete: resolve });
+      }),
+      2000,
+    );
+    expect(text).toBe('Hello');
+  });
+
+  it("pipes RxJS's own map and filter on a Flow", async () => {
+    let text = '';
+    await within(
+      new Promise<void>((resolve, reject) => {
+        connectSse(server.url, { method: 'POST', body: '{}', reconnect: false, isTerminal: (e) => e.data === '[DONE]' })
+          .pipe(
+            rxFilter((e: SseEvent) => e.data !== '[DONE]'),
+            rxMap((e: SseEvent) => (JSON.parse(e.data) as { choices: { delta?: { content?: string } }[] }).choices[0]?.delta?.content ?? ''),
           )
           .subscribe({ next: (token) => (text += token), error: reject, complete: resolve });
       }),
