@@ -149,11 +149,11 @@ describe('tidegate CLI: startup line', () => {
     expect(await cli.exit).toBe(0);
   });
 
-  it('names a configured upstream without its userinfo or query values', async () => {
-    const cli = run(['--upstream', 'http://user-x:pass-x@127.0.0.1:9/v1?key=secret-x']);
+  it('names a configured upstream without its userinfo or credential query values', async () => {
+    const cli = run(['--upstream', 'http://user-x:pass-x@127.0.0.1:9/v1?key=secret-x&mode=loop']);
     children.push(cli.child);
     const line = await startupLine(cli);
-    expect(line).toMatch(/^tidegate listening on http:\/\/127\.0\.0\.1:\d+ \(upstream: http:\/\/redacted:redacted@127\.0\.0\.1:9\/v1\?key=\[redacted\]\)$/);
+    expect(line).toMatch(/^tidegate listening on http:\/\/127\.0\.0\.1:\d+ \(upstream: http:\/\/\[redacted\]@127\.0\.0\.1:9\/v1\?key=\[redacted\]&mode=loop\)$/);
     cli.child.kill('SIGTERM');
     expect(await cli.exit).toBe(0);
   });

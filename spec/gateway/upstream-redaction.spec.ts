@@ -270,7 +270,7 @@ describe('upstream details never reach a client', () => {
     for (const secret of [KEY, PASS, TOKEN]) expect(text).not.toContain(secret);
     for (const protocol of Object.values(PROTOCOLS)) {
       const down = lines.find((l) => l.route === `/down${protocol.path}`);
-      expect(down?.upstream).toBe(`http://redacted:redacted@127.0.0.1:${downPort}${protocol.path}?token=[redacted]`);
+      expect(down?.upstream).toBe(`http://[redacted]@127.0.0.1:${downPort}${protocol.path}?token=[redacted]`);
       expect(String(down?.errorDetail)).toContain('ECONNREFUSED');
     }
   });

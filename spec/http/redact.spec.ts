@@ -1,4 +1,4 @@
-import { credentialSecrets, redactUrl, Scrubber, upstreamRedaction, urlSecrets } from '../../src/http/redact';
+import { credentialSecrets, isCredentialParam, redactUrl, redactUrlAsGiven, Scrubber, upstreamRedaction, urlCredentials, urlSecrets } from '../../src/http/redact';
 
 describe('Scrubber', () => {
   const scrubber = new Scrubber(['sk-canary-123456', 'short', undefined]);
@@ -28,14 +28,44 @@ describe('credentialSecrets', () => {
 describe('URLs', () => {
   const url = 'http://user-x:pass-x@127.0.0.1:9999/v1/chat?token=tok-secret&a=b';
 
-  it('redactUrl keeps the host and path, and hides userinfo and query values', () => {
-    expect(redactUrl(url)).toBe('http://redacted:redacted@127.0.0.1:9999/v1/chat?token=[redacted]&a=[redacted]');
+  it('redactUrl keeps the host, path and ordinary query values, and hides userinfo and credential parameters', () => {
+    expect(redactUrl(url)).toBe('http://[redacted]@127.0.0.1:9999/v1/chat?token=[redacted]&a=b');
     expect(redactUrl('not a url')).toBe('[redacted]');
   });
 
-  it('a credential in the upstream URL is scrubbed from relayed bodies too, short query values are not', () => {
-    const r = upstreamRedaction('http://127.0.0.1:9/pt?apikey=sk-QUERYSECRET-zzzz&x=1', undefined, {});
-    expect(r.keys.string('echo /pt?apikey=sk-QUERYSECRET-zzzz&x=1')).toBe('echo /pt?apikey=[redacted]&x=1');
+  it('redactUrl keeps a long ordinary value and hides a short credential', () => {
+    expect(redactUrl('https://h/v1?mode=loop&api-version=2024-06-01&key=abc')).toBe('https://h/v1?mode=loop&api-version=2024-06-01&key=[redacted]');
+  });
+
+  it('redactUrl hides userinfo with a user name only, and drops the fragment', () => {
+    expect(redactUrl('https://user@h/p?x=1#frag')).toBe('https://[redacted]@h/p?x=1');
+  });
+
+  it.each([
+    'key', 'KEY', 'api-key', 'api_key', 'apiKey', 'x-api-key', 'subscription-key', 'token', 'access_token', 'accessToken', 'X-Amz-Security-Token',
+    'sig', 'signature', 'X-Amz-Signature', 'secret', 'client_secret', 'password', 'auth', 'code', 'credential', 'X-Amz-Credential', 'sessionToken',
+  ])('names %s a credential parameter', (name) => {
+    expect(isCredentialParam(name)).toBe(true);
+  });
+
+  it.each(['mode', 'api-version', 'model', 'keyword', 'passage', 'stream', 'a', 'limit'])('does not name %s a credential parameter', (name) => {
+    expect(isCredentialParam(name)).toBe(false);
+  });
+
+  it('a credential in the upstream URL is scrubbed from relayed bodies too, ordinary query values are not', () => {
+    const r = upstreamRedaction('http://127.0.0.1:9/pt?apikey=sk-QUERYSECRET-zzzz&mode=streaming&x=1', undefined, {});
+    expect(r.keys.string('echo /pt?apikey=sk-QUERYSECRET-zzzz&x=1, streaming')).toBe('echo /pt?apikey=[redacted]&x=1, streaming');
+  });
+
+  it('a short credential is found after its name, its value alone is left in ordinary text', () => {
+    expect(urlCredentials('http://h/p?key=abc&mode=loop')).toEqual(['key=abc']);
+    const r = upstreamRedaction('http://h/p?key=abc&mode=loop', undefined, {});
+    expect(r.detail(new Error('GET /p?key=abc failed for abc'))).toBe('GET /p?[redacted] failed for abc');
+  });
+
+  it('redactUrlAsGiven marks userinfo and credential values, as written', () => {
+    expect(redactUrlAsGiven('http://user-x:pass-x@127.0.0.1:9/v1?key=secret-x&mode=loop')).toBe('http://[redacted]@127.0.0.1:9/v1?key=[redacted]&mode=loop');
+    expect(redactUrlAsGiven('http://127.0.0.1:9')).toBe('http://127.0.0.1:9');
   });
 
   it("the Basic credential Node sends for the URL's userinfo is scrubbed from relayed bodies", () => {
@@ -46,12 +76,13 @@ describe('URLs', () => {
 
   it('urlSecrets names host:port, userinfo and query values', () => {
     expect(urlSecrets(url)).toEqual(expect.arrayContaining(['127.0.0.1:9999', 'user-x', 'pass-x', 'tok-secret']));
+    expect(urlSecrets(url)).not.toContain('b');
   });
 
   it('an error detail for logs keeps the failure and drops the credentials', () => {
     const r = upstreamRedaction(url, 'sk-canary-123456', {});
     const err = new Error('wrapped', { cause: new Error(`request to ${url} failed, reason: connect ECONNREFUSED 127.0.0.1:9999 (sk-canary-123456)`) });
-    expect(r.detail(err)).toBe('request to http://redacted:redacted@127.0.0.1:9999/v1/chat?token=[redacted]&a=[redacted] failed, reason: connect ECONNREFUSED 127.0.0.1:9999 ([redacted])');
+    expect(r.detail(err)).toBe('request to http://[redacted]@127.0.0.1:9999/v1/chat?token=[redacted]&a=b failed, reason: connect ECONNREFUSED 127.0.0.1:9999 ([redacted])');
     expect(r.errors.string('at 127.0.0.1:9999 with pass-x')).toBe('at [redacted] with [redacted]');
   });
 });

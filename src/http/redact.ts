@@ -97,10 +97,59 @@ export function urlSecrets(url: string): string[] {
 }
 
 /**
- * An upstream URL's user name, password and query values (each at least 4 characters; decoded
- * and as written), and the `Authorization: Basic …` value Node's HTTP client sends for its
- * userinfo (an upstream may echo that header, e.g. on a route whose own key goes in
- * `x-api-key`): secret even in logs.
+ * Words that make a query parameter a credential when its name is one of them or holds one as
+ * a word (`key`, `api_key`, `apiKey`, `subscription-key`, `X-Amz-Security-Token`, `sig`), case
+ * aside. Names are split at `-`, `_`, `.`, other punctuation and camelCase humps.
+ */
+const CREDENTIAL_PARAM_WORDS: ReadonlySet<string> = new Set([
+  'key', 'apikey', 'token', 'accesstoken', 'refreshtoken', 'idtoken', 'auth', 'authorization', 'bearer', 'jwt',
+  'sig', 'signature', 'secret', 'clientsecret', 'password', 'passwd', 'pwd', 'pass', 'passphrase',
+  'code', 'credential', 'credentials', 'session', 'sessionid', 'cookie', 'private', 'privatekey', 'sas', 'otp',
+]);
+
+/**
+ * True when a query parameter named `name` carries a credential, by its name alone (see
+ * {@link CREDENTIAL_PARAM_WORDS}): `key`, `api-key`, `api_key`, `apiKey`, `token`,
+ * `access_token`, `sig`, `signature`, `secret`, `password`, `auth`, `code`, `credential` and the
+ * like. `mode`, `api-version`, `model` are not: their values stay readable in logs.
+ *
+ * @example
+ * isCredentialParam('X-Amz-Signature'); // true
+ * isCredentialParam('api-version'); // false
+ */
+export function isCredentialParam(name: string): boolean {
+  const spaced = name.replace(/([a-z0-9])([A-Z])/g, '$1 $2').toLowerCase();
+  if (CREDENTIAL_PARAM_WORDS.has(spaced.replace(/[^a-z0-9]+/g, ''))) return true;
+  return spaced.split(/[^a-z0-9]+/).some((word) => CREDENTIAL_PARAM_WORDS.has(word));
+}
+
+/** The `name=value` pairs of a query string as written (no `?`), each with its decoded name. */
+function queryPairs(search: string): { raw: string; name: string; value: string | undefined }[] {
+  return search
+    .split('&')
+    .filter((p) => p !== '')
+    .map((raw) => {
+      const eq = raw.indexOf('=');
+      const name = decodeQueryPart(eq < 0 ? raw : raw.slice(0, eq));
+      return { raw, name, value: eq < 0 ? undefined : raw.slice(eq + 1) };
+    });
+}
+
+/** `search` (no `?`) with the value of each credential parameter ({@link isCredentialParam}) replaced by {@link REDACTED}. */
+function redactQuery(search: string): string {
+  return queryPairs(search)
+    .map((p) => (p.value !== undefined && p.value !== '' && isCredentialParam(p.name) ? `${p.raw.slice(0, p.raw.indexOf('='))}=${REDACTED}` : p.raw))
+    .join('&');
+}
+
+/**
+ * An upstream URL's credentials, as they may appear in text an upstream or a network error
+ * sends back: its user name and password (decoded and as written, each of at least 4
+ * characters), the `Authorization: Basic …` value Node's HTTP client sends for that userinfo (an
+ * upstream may echo that header, e.g. on a route whose own key goes in `x-api-key`), and the
+ * values of its credential query parameters ({@link isCredentialParam}; decoded and as written),
+ * a value under 4 characters as its `name=value` pair only. A value of another
+ * parameter is no credential. Secret even in logs.
  */
 export function urlCredentials(url: string): string[] {
   let u: URL;
@@ -118,13 +167,20 @@ export function urlCredentials(url: string): string[] {
       out.push(`Basic ${token}`, token);
     }
   }
-  for (const [, value] of u.searchParams) if (value.length >= 4) out.push(value, encodeURIComponent(value));
+  for (const pair of queryPairs(u.search.slice(1))) {
+    if (pair.value === undefined || pair.value === '' || !isCredentialParam(pair.name)) continue;
+    const value = decodeQueryPart(pair.value);
+    const values = [...new Set([value, pair.value, encodeURIComponent(value)])];
+    if (values.every((v) => v.length >= 4)) out.push(...values);
+    // A short value alone would rewrite ordinary text: it is found after its name, pair and all.
+    else out.push(...new Set([pair.raw, `${pair.name}=${value}`]));
+  }
   return out;
 }
 
 /** The scrubbers and log fields of one upstream call (see {@link upstreamRedaction}). */
 export interface UpstreamRedaction {
-  /** The credentials the gateway sends upstream (headers, and the URL's userinfo and query values of 8+ characters): scrubbed from every upstream body and frame relayed to a client. */
+  /** The credentials the gateway sends upstream (headers, the URL's userinfo and its credential query parameters' values, of 8+ characters): scrubbed from every upstream body and frame relayed to a client. */
   readonly keys: Scrubber;
   /** {@link keys} and every part of the upstream URL: scrubbed from error bodies and messages a client sees. */
   readonly errors: Scrubber;
@@ -193,7 +249,15 @@ function urlParts(url: string): UrlParts {
   return parts;
 }
 
-/** `url` for logs: user name and password replaced by `[redacted]`, each query value by `[redacted]`. */
+/**
+ * `url` for logs: its userinfo replaced by `[redacted]`, the value of each credential query
+ * parameter ({@link isCredentialParam}) by `[redacted]`, the fragment dropped; other parameters
+ * keep their values. Not a URL: `[redacted]`.
+ *
+ * @example
+ * redactUrl('https://u:p@host/v1?api-version=2024-06-01&api-key=abc');
+ * // 'https://[redacted]@host/v1?api-version=2024-06-01&api-key=[redacted]'
+ */
 export function redactUrl(url: string): string {
   let u: URL;
   try {
@@ -201,17 +265,17 @@ export function redactUrl(url: string): string {
   } catch {
     return REDACTED;
   }
-  if (u.username !== '') u.username = 'redacted';
-  if (u.password !== '') u.password = 'redacted';
-  const keys = [...new Set([...u.searchParams.keys()])];
-  u.search = '';
-  const query = keys.map((k) => `${encodeURIComponent(k)}=${REDACTED}`).join('&');
-  return `${u.href}${query === '' ? '' : `?${query}`}`;
+  const userinfo = u.username !== '' || u.password !== '' ? `${REDACTED}@` : '';
+  const query = redactQuery(u.search.slice(1));
+  // `host` is empty for a URL with no authority (`data:`, `mailto:`): its path is all there is.
+  const authority = u.host === '' && userinfo === '' ? '' : `//${userinfo}${u.host}`;
+  return `${u.protocol}${authority}${u.pathname}${query === '' ? '' : `?${query}`}`;
 }
 
 /**
- * `url` as configured (not normalised: no trailing slash added), for the startup line: user name
- * and password replaced by `redacted`, each query value by `[redacted]`, the fragment dropped.
+ * `url` as configured (not normalised: no trailing slash added), for the startup line: its
+ * userinfo replaced by `[redacted]`, the value of each credential query parameter by
+ * `[redacted]` (as {@link redactUrl}), the fragment dropped.
  */
 export function redactUrlAsGiven(url: string): string {
   try {
@@ -222,15 +286,13 @@ export function redactUrlAsGiven(url: string): string {
   const m = /^([a-z][a-z0-9+.-]*:\/\/)(?:([^/?#]*)@)?([^?#]*)(?:\?([^#]*))?/i.exec(url.trim());
   if (m === null) return redactUrl(url);
   const [, scheme, userinfo, rest, query] = m;
-  let user = '';
-  if (userinfo !== undefined) {
-    const colon = userinfo.indexOf(':');
-    const name = colon < 0 ? userinfo : userinfo.slice(0, colon);
-    user = `${name === '' ? '' : 'redacted'}${colon < 0 ? '' : colon === userinfo.length - 1 ? ':' : ':redacted'}@`;
-  }
-  const pairs = (query ?? '').split('&').filter((p) => p !== '');
-  const search = pairs.length === 0 ? '' : `?${pairs.map((p) => `${p.split('=')[0]}=${REDACTED}`).join('&')}`;
-  return `${scheme}${user}${rest}${search}`;
+  const search = redactQuery(query ?? '');
+  return `${scheme}${userinfo === undefined ? '' : `${REDACTED}@`}${rest}${search === '' ? '' : `?${search}`}`;
+}
+
+/** A query name or value decoded as a form does (`+` a space), as written when malformed. */
+function decodeQueryPart(s: string): string {
+  return decodeURIComponentSafe(s.replace(/\+/g, ' '));
 }
 
 function decodeURIComponentSafe(s: string): string {
