@@ -86,8 +86,10 @@ export class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
   }
 
   /** {@link Heartbeat}: a heartbeat is due; not into a full socket. */
-  beat(): void {
-    if (!this.socketFull) this.write(PING, PING.length);
+  beat(): boolean {
+    if (this.socketFull) return false;
+    this.write(PING, PING.length);
+    return true;
   }
 
   /** {@link StallWatch}: the socket is still full and the stream running. */

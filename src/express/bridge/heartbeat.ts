@@ -2,14 +2,15 @@
 export interface HeartbeatStream {
   /** When the stream last wrote (element or heartbeat), `Date.now()` ms. */
   readonly lastWriteAt: number;
-  /** Writes a heartbeat, if it can now (not into a full socket). */
-  beat(): void;
+  /** Writes a heartbeat if it can now (not into a full socket); true when it wrote one. */
+  beat(): boolean;
 }
 
 /**
  * Writes a heartbeat after `heartbeatMs` of silence: re-armed for what remains of the interval
  * after each write, so a busy stream sends none. The stream's `beat` decides whether it can
- * write now (not into a full socket).
+ * write now (not into a full socket); a heartbeat it could not write is skipped, and the next
+ * one is due a whole interval later, so a stalled stream's timer fires once per interval.
  */
 export class Heartbeat {
   private timer: NodeJS.Timeout | undefined;
@@ -39,7 +40,7 @@ export class Heartbeat {
   private readonly onTimer = (): void => {
     this.timer = undefined;
     if (this.stopped) return;
-    if (Date.now() - this.stream.lastWriteAt >= this.heartbeatMs) this.stream.beat();
+    if (Date.now() - this.stream.lastWriteAt >= this.heartbeatMs && !this.stream.beat()) return this.arm(this.heartbeatMs);
     this.arm(Math.max(1, this.heartbeatMs - (Date.now() - this.stream.lastWriteAt)));
   };
 }
