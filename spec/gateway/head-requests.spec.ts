@@ -41,7 +41,10 @@ describe('HEAD requests', () => {
         { path: '/events', provider: 'passthrough', url: `${upstream.url}/sse`, resume: true },
         { path: '/v1/models', provider: 'openai' },
         { path: '/v1/responses', provider: 'openai', resume: true },
+        { path: '/v1/chat/completions', provider: 'openai' },
+        { path: '/both', provider: 'openai', methods: ['GET', 'POST'] },
       ],
+      debug: { streams: true },
     });
     logs = new CaptureTransport();
     gw = await startGateway(config, { logger: createLogger({ transports: [logs] }) });
@@ -60,7 +63,7 @@ describe('HEAD requests', () => {
     bytes: number;
   }
 
-  function ask(method: 'GET' | 'HEAD', path: string): Promise<Answer> {
+  function ask(method: string, path: string): Promise<Answer> {
     return new Promise((resolve, reject) => {
       const u = new URL(gw.url);
       const req = http.request({ method, host: u.hostname, port: u.port, path, agent: false }, (res) => {
@@ -103,6 +106,31 @@ describe('HEAD requests', () => {
     // Long enough for a relayed stream to have asked the upstream.
     await new Promise((r) => setTimeout(r, 50));
     expect(seen).toEqual([]);
+  });
+
+  it.each([
+    ['POST', '/v1/models', 'GET, HEAD'],
+    ['DELETE', '/v1/models/known', 'GET, HEAD'],
+    ['PUT', '/both', 'GET, HEAD, POST'],
+    ['GET', '/v1/chat/completions', 'POST'],
+    ['HEAD', '/v1/chat/completions', 'POST'],
+    ['PUT', '/events', 'GET, POST'],
+    ['POST', '/v1/streams/abc', 'GET'],
+    ['DELETE', '/v1/responses/resp_abc', 'GET'],
+    ['POST', '/healthz', 'GET, HEAD'],
+    ['POST', '/readyz', 'GET, HEAD'],
+    ['POST', '/metrics', 'GET, HEAD'],
+    ['POST', '/debug/streams', 'GET, HEAD'],
+  ])('%s %s: 405 with Allow %s', async (method, path, allow) => {
+    const got = await ask(method, path);
+    expect(got.status).toBe(405);
+    expect(got.headers.allow).toBe(allow);
+  });
+
+  it.each(['/v1/models', '/v1/models/known', '/healthz', '/readyz', '/metrics', '/debug/streams'])('HEAD %s, listed in a 405 there, is answered', async (path) => {
+    const got = await ask('HEAD', path);
+    expect(got.status).toBe(200);
+    expect(got.headers.allow).toBeUndefined();
   });
 
   it('still relays GET on a streaming path', async () => {

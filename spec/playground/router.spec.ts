@@ -170,6 +170,27 @@ describe('playgroundRouter', () => {
     expect(pg.router.activeRuns).toBe(0);
   });
 
+  it.each(['stream', 'telemetry', 'watch'])('answers HEAD on a run %s with 405 and Allow: GET, and neither starts nor subscribes', async (endpoint) => {
+    pg = await startPlayground({ maxTelemetrySubscribers: 1 });
+    const run = await createRun(pg, { consumerBytesPerSec: 4096, durationSec: 30 });
+    const url = endpoint === 'watch' ? `${pg.url}/watch?run=${run.id}` : `${pg.url}/runs/${run.id}/${endpoint}`;
+    const head = await fetch(url, { method: 'HEAD' });
+    expect(head.status).toBe(405);
+    expect(head.headers.get('allow')).toBe('GET');
+    await sleep(100);
+    const sample = (await (await fetch(`${pg.url}/runs/${run.id}`)).json()) as { state: string };
+    expect(sample.state).toBe('waiting');
+    // Its one telemetry seat is free.
+    const seat = new AbortController();
+    aborts.push(seat);
+    expect((await fetch(run.telemetryUrl.startsWith('http') ? run.telemetryUrl : `${origin(pg)}${run.telemetryUrl}`, { signal: seat.signal })).status).toBe(200);
+    // The run is still there to be streamed, once.
+    const stream = openStream(pg, run.streamUrl);
+    await sleep(200);
+    expect(((await (await fetch(`${pg.url}/runs/${run.id}`)).json()) as { state: string }).state).toBe('running');
+    stream.abort.abort();
+  });
+
   it('stops a run on DELETE', async () => {
     pg = await startPlayground();
     const run = await createRun(pg, { consumerBytesPerSec: 4096, durationSec: 30 });

@@ -15,7 +15,7 @@ import { relay, type StreamPolicyFn } from './relay/relay';
 import { continueBody } from './expect-continue';
 import { readRequestBody, RequestBodyAbortedError } from './request-body';
 import { adapterFor } from './route-adapters';
-import { errorShapeFor, isJsonContentType, noRouteHandler, PLAIN_ERRORS, refuseHead } from './route-errors';
+import { AllowedMethods, errorShapeFor, headWithGet, isJsonContentType, noRouteHandler, PLAIN_ERRORS, refuseHead } from './route-errors';
 import { RESUME_PATH, serveResume, type ResumeEndpointDeps } from './resume/endpoints';
 import { parseEventId } from './resume/ids';
 import { RESPONSES_RETRIEVE_SUFFIX, retrieveQuery, serveResponsesRetrieve } from './resume/responses-endpoint';
@@ -158,10 +158,15 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
   const app = express();
   app.disable('x-powered-by');
   const endpoints: ServedEndpoint[] = [];
-  /** Records an endpoint as it is mounted (Express's `:name` shown as `{name}`). */
-  const served = (methods: readonly string[], path: string, provider: string): void => {
+  /** What each path answers, `HEAD` only where it is answered: the `Allow` of a 405 there. */
+  const allowed = new AllowedMethods();
+  /** Records an endpoint as it is mounted (Express's `:name` shown as `{name}`), and the methods it answers (`allow`). */
+  const served = (methods: readonly string[], path: string, provider: string, allow: readonly string[] = methods): void => {
     endpoints.push({ methods, path: path.replace(/:(\w+)/g, '{$1}'), provider });
+    allowed.add(path, allow);
   };
+  // Express answers HEAD with a GET handler: these are whole answers.
+  const getAndHead = ['GET', 'HEAD'];
   // Only POST routes read a body. On any other request Node would read an unread body on after the
   // answer, at full speed, to keep the connection: it is closed after the answer instead, with
   // the lingering close's bound (CLOSE_LINGER_MS, CLOSE_LINGER_BYTES).
@@ -182,6 +187,8 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
     if (!ready) res.setHeader('Connection', 'close');
     next();
   });
+  allowed.add('/healthz', getAndHead);
+  allowed.add('/readyz', getAndHead);
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
@@ -195,6 +202,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
   if (playground && config.playground.enabled === true) app.use('/playground', playground);
   else if (playground) app.use('/playground', (req, res, next) => (arrivedOnLoopback(req) ? playground(req, res, next) : next()));
   if (config.metrics.enabled) {
+    allowed.add(config.metrics.path, getAndHead);
     app.get(config.metrics.path, (_req, res, next) => {
       metrics.registry
         .metrics()
@@ -204,6 +212,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
   }
 
   if (config.debug.streams) {
+    allowed.add('/debug/streams', getAndHead);
     app.get('/debug/streams', (_req, res) => {
       res.json({ activeStreams: active, streams: metrics.snapshotStreams(), ...(resume === undefined ? {} : { detached: resume.describeDetached() }) });
     });
@@ -320,7 +329,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
     // so no `"stream": true`): its HEAD is that answer without the body. A passthrough GET is a
     // stream, whose HEAD is refused before its GET handler (see refuseHead).
     const head = route.provider === 'passthrough' ? refuseHead(route.methods, () => adapter) : undefined;
-    served(route.methods, route.path, route.provider);
+    served(route.methods, route.path, route.provider, headWithGet(route));
     for (const method of route.methods) {
       if (method === 'POST') app.post(route.path, admit, readBody, handler);
       else if (head !== undefined) app.head(route.path, head).get(route.path, admit, handler);
@@ -328,7 +337,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
     }
     // OpenAI's `models.retrieve(model)`: the same route, the model id one segment below it (upstream-url.ts).
     if (route.api === 'models' && route.methods.includes('GET')) {
-      served(['GET'], `${route.path}/:model`, route.provider);
+      served(['GET'], `${route.path}/:model`, route.provider, getAndHead);
       app.get(`${route.path}/:model`, admit, handler);
     }
     if (route.api === 'responses' && route.resume !== undefined && resumeDeps !== undefined) {
@@ -364,7 +373,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
   }
 
   // Anything else: a 405 on a route's path, else a 404 naming the routes, in the path's provider shape.
-  app.use(noRouteHandler(routes, endpoints.map((e) => describeEndpoint(e))));
+  app.use(noRouteHandler(routes, endpoints.map((e) => describeEndpoint(e)), allowed));
 
   const control: GatewayControl = {
     metrics,

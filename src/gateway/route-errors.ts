@@ -69,29 +69,82 @@ function sharedSegments(a: string, b: string): number {
   return n;
 }
 
+/** The order methods are listed in `Allow`; any other after these, as recorded. */
+const METHOD_ORDER = ['GET', 'HEAD', 'POST'];
+
 /**
- * The last handler: a JSON 404 naming every endpoint in `served` (as the app mounted them), or a 405 with `Allow` when the path is a
- * route served on other methods, in the shape of {@link errorShapeFor}. A body nobody reads is
- * not drained: the connection closes after the answer.
+ * The methods each mounted path answers, `HEAD` included only where it is answered (not where
+ * {@link refuseHead} refuses it): what a 405 on that path lists in `Allow`.
  */
-export function noRouteHandler(routes: readonly ResolvedRoute[], served: readonly string[]): (req: Request, res: Response) => void {
+export class AllowedMethods {
+  private readonly paths: { pattern: RegExp; methods: Set<string> }[] = [];
+
+  /**
+   * Records that `path` (Express syntax: `:name` matches one segment) answers `methods`; a path
+   * recorded again gets the union. Matched as Express routes match by default: case aside, one
+   * trailing slash allowed.
+   */
+  add(path: string, methods: readonly string[]): void {
+    const source = `^${path
+      .split(/(:\w+)/)
+      .map((part) => (part.startsWith(':') ? '[^/]+' : part.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')))
+      .join('')}/?$`;
+    let entry = this.paths.find((p) => p.pattern.source === source);
+    if (entry === undefined) this.paths.push((entry = { pattern: new RegExp(source, 'i'), methods: new Set() }));
+    for (const m of methods) entry.methods.add(m);
+  }
+
+  /** The methods every recorded path matching `path` answers (GET, HEAD, POST first); `undefined` when none matches. */
+  of(path: string): string[] | undefined {
+    const methods = new Set<string>();
+    for (const p of this.paths) if (p.pattern.test(path)) for (const m of p.methods) methods.add(m);
+    if (methods.size === 0) return undefined;
+    const rank = (m: string): number => (METHOD_ORDER.includes(m) ? METHOD_ORDER.indexOf(m) : METHOD_ORDER.length);
+    return [...methods].sort((a, b) => rank(a) - rank(b));
+  }
+}
+
+/**
+ * The last handler: a JSON 404 naming every endpoint in `served` (as the app mounted them), or a
+ * 405 when the path is served on other methods, its `Allow` what `allowed` recorded for it (by
+ * default the routes' own methods, and `HEAD` on a provider route's `GET`), in the route's
+ * shape, else that of {@link errorShapeFor}. A body nobody reads is not drained: the connection
+ * closes after the answer.
+ */
+export function noRouteHandler(routes: readonly ResolvedRoute[], served: readonly string[], allowed: AllowedMethods = routeMethods(routes)): (req: Request, res: Response) => void {
   const list = served.join(', ');
   return (req, res) => {
     if (hasUnreadBody(req)) {
       res.setHeader('Connection', 'close');
       closeAfterResponse(req, res);
     }
-    const served = routes.filter((r) => r.path === req.path);
-    if (served.length > 0) {
-      const allow = [...new Set(served.flatMap((r) => r.methods))];
+    const allow = allowed.of(req.path);
+    if (allow !== undefined) {
       res.setHeader('Allow', allow.join(', '));
-      adapterFor(served[0]).sendHttpError(res, new NoRouteError(405, `${req.method} is not served on ${req.path}; use ${allow.join(' or ')}`));
+      const own = routes.find((r) => r.path === req.path);
+      const shape = own === undefined ? errorShapeFor(req, req.path, routes) : adapterFor(own);
+      shape.sendHttpError(res, new NoRouteError(405, `${req.method} is not served on ${req.path}; use ${allow.join(' or ')}`));
       return;
     }
     // The routes that are off by default say how to turn them on.
     const hint = req.path === '/debug/streams' ? ' (GET /debug/streams is served with debug.streams: true, or the --debug-streams flag)' : resumeOffHint(req, routes);
     errorShapeFor(req, req.path, routes).sendHttpError(res, new NoRouteError(404, `no route for ${req.method} ${req.path}; routes: ${list}${hint}`));
   };
+}
+
+/**
+ * The methods `routes` answer on their own paths: theirs, and `HEAD` where a provider route
+ * answers `GET` (a whole answer, see {@link refuseHead}; a passthrough `GET` streams).
+ */
+export function routeMethods(routes: readonly ResolvedRoute[]): AllowedMethods {
+  const allowed = new AllowedMethods();
+  for (const r of routes) allowed.add(r.path, headWithGet(r));
+  return allowed;
+}
+
+/** A route's methods, with `HEAD` after `GET` when its `GET` answers whole (not passthrough). */
+export function headWithGet(route: Pick<ResolvedRoute, 'methods' | 'provider'>): string[] {
+  return route.provider !== 'passthrough' && route.methods.includes('GET') ? [...route.methods, 'HEAD'] : [...route.methods];
 }
 
 /**

@@ -177,6 +177,16 @@ export function playgroundRouter(options: PlaygroundOptions = {}): PlaygroundRou
     res.status(201).json({ id: run.id, streamUrl: `${base}/stream`, telemetryUrl: `${base}/telemetry`, scenario: parsed.data });
   });
 
+  // Express hands HEAD to a GET handler and Node drops a HEAD answer's body: a HEAD on a stream
+  // would start the run (or hold a telemetry subscription) for a client that reads nothing.
+  const refuseHead = (_req: Request, res: Response): void => {
+    res.setHeader('Allow', 'GET');
+    res.status(405).json({ error: { code: 'ERR_TIDEGATE_METHOD_NOT_ALLOWED', message: 'HEAD is not served on a playground stream; use GET' } });
+  };
+  router.head('/runs/:id/stream', refuseHead);
+  router.head('/runs/:id/telemetry', refuseHead);
+  router.head('/watch', refuseHead);
+
   router.get('/runs/:id/stream', (req: Request, res: Response) => {
     const run = runs.get(String(req.params.id));
     if (!run) return void notFound(res);
