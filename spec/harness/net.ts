@@ -61,6 +61,7 @@ export async function listen(
       server.close(() => resolve());
     });
   const untrack = trackOpen(close);
+  server.once('close', untrack); // closed by the spec through `server` itself
   return { server, port: bound, url: `http://127.0.0.1:${bound}`, close };
 }
 
