@@ -1,7 +1,7 @@
 import http from 'node:http';
 import net from 'node:net';
 import { ConfigError, DEFAULT_LIMITS, parseConfig } from '../../src/gateway/config';
-import { AdmissionError, createAdmission } from '../../src/gateway/admission';
+import { AdmissionError, bindSlot, createAdmission } from '../../src/gateway/admission';
 import { GatewayMetrics } from '../../src/gateway/metrics';
 import { parsePrometheus, startTestGateway, type TestGateway } from './helpers';
 
@@ -285,5 +285,67 @@ describe('admission: limits configuration', () => {
     expect(() => parseConfig({ limits: { maxStreamsPerClient: -1 } })).toThrow(/limits\.maxStreamsPerClient/);
     expect(() => parseConfig({ limits: { clientAddressHeader: 'bad header' } })).toThrow(/limits\.clientAddressHeader: not an HTTP header name/);
     expect(() => parseConfig({ limits: { maxConnection: 5 } })).toThrow(/limits\.maxConnection: Unrecognized key/);
+  });
+});
+
+describe('bindSlot', () => {
+  /** A server whose next request's response is handed out, with the client's request to end it. */
+  async function exchange(): Promise<{ res: http.ServerResponse; client: http.ClientRequest; server: http.Server }> {
+    const server = http.createServer();
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const arrived = new Promise<http.ServerResponse>((r) => server.once('request', (_req, res: http.ServerResponse) => r(res)));
+    const client = http.request({ host: '127.0.0.1', port: (server.address() as net.AddressInfo).port, path: '/', agent: false });
+    client.on('error', () => undefined);
+    client.end();
+    return { res: await arrived, client, server };
+  }
+
+  it('releases once, on the response close, whatever comes after', async () => {
+    const { res, client, server } = await exchange();
+    const release = jest.fn();
+    const slot = bindSlot(release, res);
+    client.destroy();
+    await new Promise((r) => res.once('close', r));
+    expect(release).toHaveBeenCalledTimes(1);
+    slot.end();
+    expect(release).toHaveBeenCalledTimes(1);
+    expect(res.listenerCount('close')).toBe(0);
+    server.close();
+  });
+
+  it('releases once, at the stream end, before the response closes', async () => {
+    const { res, server } = await exchange();
+    const release = jest.fn();
+    const slot = bindSlot(release, res);
+    slot.end();
+    expect(release).toHaveBeenCalledTimes(1);
+    res.end();
+    await new Promise((r) => res.once('close', r));
+    expect(release).toHaveBeenCalledTimes(1);
+    server.close();
+  });
+
+  it('releases at once a slot bound to a response already closed', async () => {
+    const { res, client, server } = await exchange();
+    client.destroy();
+    await new Promise((r) => res.once('close', r));
+    const release = jest.fn();
+    bindSlot(release, res);
+    expect(release).toHaveBeenCalledTimes(1);
+    server.close();
+  });
+
+  it('leaves a held slot to its holder', async () => {
+    const { res, client, server } = await exchange();
+    const release = jest.fn();
+    const slot = bindSlot(release, res);
+    const held = slot.hold();
+    client.destroy();
+    await new Promise((r) => res.once('close', r));
+    slot.end();
+    expect(release).not.toHaveBeenCalled();
+    held();
+    expect(release).toHaveBeenCalledTimes(1);
+    server.close();
   });
 });

@@ -9,7 +9,7 @@ import type { AdmissionLimits } from './config';
 import type { GatewayMetrics } from './metrics';
 
 /** Why a request was refused; the `reason` label of `tidegate_admission_refusals_total`. */
-export type RefusalReason = 'connections' | 'streams' | 'client_streams' | 'body_too_large' | 'body_timeout' | 'body_encoding';
+export type RefusalReason = 'connections' | 'streams' | 'client_streams' | 'pipelining' | 'body_too_large' | 'body_timeout' | 'body_encoding';
 
 /**
  * A request refused before it reached the upstream. `status` is the HTTP status the client gets
@@ -22,6 +22,7 @@ export type RefusalReason = 'connections' | 'streams' | 'client_streams' | 'body
  * | `ERR_TIDEGATE_BODY_ENCODING` | 415 | `body_encoding` |
  * | `ERR_TIDEGATE_CLIENT_LIMIT` | 429 | `client_streams` |
  * | `ERR_TIDEGATE_OVER_CAPACITY` | 503 | `connections`, `streams` |
+ * | `ERR_TIDEGATE_PIPELINE_LIMIT` | 503 | `pipelining` |
  */
 export class AdmissionError extends TidegateError {
   constructor(
@@ -38,6 +39,56 @@ export class AdmissionError extends TidegateError {
 
 /** Ends a stream slot taken by {@link Admission.admitStream}; calling it again does nothing. */
 export type ReleaseStream = () => void;
+
+/** A stream slot bound to its request's response by {@link bindSlot}. */
+export interface BoundSlot {
+  /** The stream ended: releases the slot now, unless {@link hold} took it over. */
+  end(): void;
+  /**
+   * Takes the slot over from the response: neither its `'close'` nor {@link end} releases it
+   * any more, only the function returned (once). For a stream that outlives its first response.
+   */
+  hold(): ReleaseStream;
+}
+
+/**
+ * Binds a stream slot to its request: it is released exactly once, on the response's `'close'`
+ * or the stream's end ({@link BoundSlot.end}), whichever comes first, or at once when the
+ * response closed before (its client left while the slot was being taken).
+ *
+ * @example
+ * const slot = bindSlot(release, res);
+ * track(relay(req, res, { holdSlot: slot.hold, … }).finally(slot.end));
+ */
+export function bindSlot(release: ReleaseStream, res: ServerResponse): BoundSlot {
+  let held = false;
+  const onClose = (): void => {
+    if (held) return;
+    held = true;
+    res.off('close', onClose);
+    release();
+  };
+  if (res.closed) onClose();
+  // 'close' comes once; `on` spares the once wrapper that would live as long as the stream.
+  else res.on('close', onClose);
+  return {
+    end: onClose,
+    hold() {
+      if (held) return () => undefined;
+      held = true;
+      res.off('close', onClose);
+      return release;
+    },
+  };
+}
+
+/**
+ * The refusal of a request past the pipelined requests one connection may have waiting
+ * (`ERR_TIDEGATE_PIPELINE_LIMIT`, 503); the connection closes after its answer.
+ */
+export function pipelineLimitError(maxWaiting: number, retryAfterSeconds?: number | undefined): AdmissionError {
+  return new AdmissionError('ERR_TIDEGATE_PIPELINE_LIMIT', `this connection has ${maxWaiting} pipelined requests waiting for their turn; send the rest on another connection`, 503, 'pipelining', retryAfterSeconds);
+}
 
 /** Connection and stream caps of one gateway app, with the refusals they answer. */
 export interface Admission {

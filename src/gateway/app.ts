@@ -5,7 +5,7 @@ import express, { type Express, type NextFunction, type Request, type Response }
 import { ShutdownError } from '../errors';
 import { codeOf } from '../express/error-shapes';
 import type { ProviderAdapter } from '../providers/types';
-import { AdmissionError, closeAfterResponse, createAdmission, hasUnreadBody, type Admission, type ReleaseStream } from './admission';
+import { AdmissionError, bindSlot, closeAfterResponse, createAdmission, hasUnreadBody, pipelineLimitError, type Admission, type BoundSlot } from './admission';
 import { resolveRoutes, type GatewayConfig, type ResolvedRoute } from './config';
 import { corsMiddleware } from './cors';
 import { applyKernelBounds } from './kernel-bounds';
@@ -13,6 +13,7 @@ import { createLogger, type Logger } from './logger';
 import { GatewayMetrics, type StreamSnapshot } from './metrics';
 import { relay, type StreamPolicyFn } from './relay/relay';
 import { continueBody } from './expect-continue';
+import { inTurn, MAX_WAITING_REQUESTS } from './in-turn';
 import { readRequestBody, RequestBodyAbortedError } from './request-body';
 import { adapterFor } from './route-adapters';
 import { AllowedMethods, errorShapeFor, headWithGet, isJsonContentType, noRouteHandler, PLAIN_ERRORS, refuseHead } from './route-errors';
@@ -110,21 +111,19 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
   /**
    * Admits a resume of `streamId`: on the slot its detached stream holds when the stream lends it
    * (the client taking its own stream over, see ResumeService.lendSlot), else on a slot of its
-   * own. False when refused (the refusal is answered).
+   * own, bound to the response. `undefined` when refused (the refusal is answered) or when the
+   * client already left (nobody to answer).
    */
-  const admitResume = (req: Request, res: Response, streamId: string | undefined, errorShape: Pick<ProviderAdapter, 'sendHttpError'>): boolean => {
+  const admitResume = (req: Request, res: Response, streamId: string | undefined, errorShape: Pick<ProviderAdapter, 'sendHttpError'>): BoundSlot | undefined => {
+    if (res.closed) return undefined;
     const loan = streamId === undefined ? undefined : resume?.lendSlot(streamId);
-    if (loan !== undefined) {
-      res.once('close', loan);
-      return true;
-    }
+    if (loan !== undefined) return bindSlot(loan, res);
     const release = admission.admitStream(req);
     if (release instanceof AdmissionError) {
       admission.refuse(req, res, errorShape, release);
-      return false;
+      return undefined;
     }
-    res.once('close', release);
-    return true;
+    return bindSlot(release, res);
   };
   /**
    * Refuses a request the drain will not relay (it came while draining, or was still sending
@@ -146,10 +145,11 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
   };
   /** The refusals of requests still sending their bodies, run when the drain starts. */
   const uploading = new Set<() => void>();
-  /** Runs one stream (relayed or resumed), counted for readiness and the drain. */
-  const track = (run: Promise<void>): void => {
+  /** Runs one stream (relayed or resumed), counted for readiness and the drain; its end ends `slot`. */
+  const track = (run: Promise<void>, slot?: BoundSlot | undefined): void => {
     active++;
     void run.finally(() => {
+      slot?.end();
       active--;
       if (active === 0) for (const resolve of idle.splice(0)) resolve();
     });
@@ -157,6 +157,16 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
 
   const app = express();
   app.disable('x-powered-by');
+  // Before anything takes a slot or reads a body: a pipelined request waits for the answers ahead.
+  app.use(
+    inTurn({
+      maxWaiting: MAX_WAITING_REQUESTS,
+      refuse: (req, res) => {
+        const path = (req as Request).path;
+        admission.refuse(req, res, adapterOf.get(path) ?? errorShapeFor(req, path, routes), pipelineLimitError(MAX_WAITING_REQUESTS, config.limits.retryAfterSeconds));
+      },
+    }),
+  );
   const endpoints: ServedEndpoint[] = [];
   /** What each path answers, `HEAD` only where it is answered: the `Allow` of a 405 there. */
   const allowed = new AllowedMethods();
@@ -225,8 +235,9 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
     app.get(RESUME_PATH, (req: Request, res: Response) => {
       const errorShape = resumeDeps.fallback(req);
       if (!ready) return refuseDraining(req, res, errorShape, req.path);
-      if (!admitResume(req, res, String(req.params.streamId), errorShape)) return;
-      track(serveResume(req, res, String(req.params.streamId), resumeDeps));
+      const slot = admitResume(req, res, String(req.params.streamId), errorShape);
+      if (slot === undefined) return;
+      track(serveResume(req, res, String(req.params.streamId), resumeDeps), slot);
     });
   }
 
@@ -238,16 +249,9 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
       if (!ready) return refuseDraining(req, res, adapter, route.path);
       const release = admission.admitStream(req);
       if (release instanceof AdmissionError) return admission.refuse(req, res, adapter, release);
-      // A shared (resumable) stream takes the slot over from its first response (see holdSlot).
-      let held = false;
-      res.locals.holdSlot = (): ReleaseStream => {
-        held = true;
-        return release;
-      };
-      // 'close' comes once; `on` spares the once wrapper that would live as long as the stream.
-      res.on('close', () => {
-        if (!held) release();
-      });
+      // Released on the response's close or the stream's end; a shared (resumable) stream takes
+      // it over from its first response (see holdSlot).
+      res.locals.slot = bindSlot(release, res);
       next();
     };
     const readBody = (req: Request, res: Response, next: NextFunction): void => {
@@ -301,15 +305,15 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
       if (resumeFrom !== undefined && resumeDeps !== undefined) {
         // Taking its detached stream over, the client gives back the slot `admit` took.
         const loan = resumeDeps.service.lendSlot(resumeFrom.streamId);
-        if (loan !== undefined) {
-          res.once('close', loan);
-          (res.locals.holdSlot as () => ReleaseStream)()();
-        }
-        return track(serveResume(req, res, resumeFrom.streamId, resumeDeps, route.path));
+        const own = res.locals.slot as BoundSlot;
+        if (loan === undefined) return track(serveResume(req, res, resumeFrom.streamId, resumeDeps, route.path), own);
+        own.hold()();
+        return track(serveResume(req, res, resumeFrom.streamId, resumeDeps, route.path), bindSlot(loan, res));
       }
       // The router's `next` (with its dispatch state and final handler) would otherwise live as
       // long as the stream; the relay answers every error itself.
       req.next = undefined;
+      const slot = res.locals.slot as BoundSlot;
       track(relay(req, res, {
         route: route as ResolvedRoute & { url: string },
         adapter,
@@ -322,8 +326,8 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
           return () => running.delete(abort);
         },
         resume,
-        holdSlot: res.locals.holdSlot as (() => ReleaseStream) | undefined,
-      }));
+        holdSlot: slot.hold,
+      }), slot);
     };
     // Express hands HEAD to the GET handlers. A provider route's GET is a whole answer (no body,
     // so no `"stream": true`): its HEAD is that answer without the body. A passthrough GET is a
@@ -358,8 +362,14 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
               adapter.sendHttpError(res, err);
               return;
             }
-            if (streamed && !admitResume(req, res, await resolved, adapter)) return;
-            await serveResponsesRetrieve(req, res, route.path, resumeDeps, resolved);
+            // The slot is taken once the id is resolved; the client may have left by then.
+            const slot = streamed ? admitResume(req, res, await resolved, adapter) : undefined;
+            if (streamed && slot === undefined) return;
+            try {
+              await serveResponsesRetrieve(req, res, route.path, resumeDeps, resolved);
+            } finally {
+              slot?.end();
+            }
           })(),
         );
       });
