@@ -111,6 +111,50 @@ describe('admission: streams per client', () => {
   });
 });
 
+describe('admission: refusal log', () => {
+  const refused = (): Record<string, unknown>[] => (tg?.logs.lines ?? []).filter((l) => l.message === 'refused');
+
+  it('logs one refused line for a stream refused at maxStreams (503)', async () => {
+    tg = await startTestGateway({ config: { limits: { maxStreams: 1, maxStreamsPerClient: 10 } } });
+    const { port } = tg.gateway;
+    expect((await post(port, '/v1/chat/completions', { authorization: 'Bearer a' })).status).toBe(200);
+    const over = await post(port, '/v1/chat/completions', { authorization: 'Bearer b' });
+    await over.done;
+    expect(over.status).toBe(503);
+    expect(refused()).toEqual([
+      expect.objectContaining({ level: 'info', route: '/v1/chat/completions', method: 'POST', status: 503, errorCode: 'ERR_TIDEGATE_OVER_CAPACITY', reason: 'streams' }),
+    ]);
+    expect(JSON.stringify(refused())).not.toContain('Bearer');
+  });
+
+  it('logs one refused line for a stream refused at maxStreamsPerClient (429)', async () => {
+    tg = await startTestGateway({ config: { limits: { maxStreamsPerClient: 1 } } });
+    const { port } = tg.gateway;
+    expect((await post(port, '/v1/messages', { 'x-api-key': 'k1' })).status).toBe(200);
+    const over = await post(port, '/v1/messages', { 'x-api-key': 'k1' });
+    await over.done;
+    expect(over.status).toBe(429);
+    expect(refused()).toEqual([
+      expect.objectContaining({ level: 'info', route: '/v1/messages', method: 'POST', status: 429, errorCode: 'ERR_TIDEGATE_CLIENT_LIMIT', reason: 'client_streams' }),
+    ]);
+  });
+
+  it('caps a flood at a few lines a second and sums the rest up in one line', async () => {
+    tg = await startTestGateway({ config: { limits: { maxStreams: 1, maxStreamsPerClient: 10 } } });
+    const { port } = tg.gateway;
+    expect((await post(port, '/v1/chat/completions')).status).toBe(200);
+    const flood = await Promise.all(Array.from({ length: 40 }, () => post(port, '/v1/chat/completions')));
+    expect(flood.every((a) => a.status === 503)).toBe(true);
+    // The summary comes when the window ends.
+    await until(() => (tg?.logs.lines ?? []).some((l) => l.message === 'refusals suppressed'), 3000);
+    const lines = refused().length;
+    const summaries = (tg?.logs.lines ?? []).filter((l) => l.message === 'refusals suppressed') as { count: number; byCode: Record<string, number> }[];
+    expect(lines).toBeLessThanOrEqual(20);
+    expect(lines + summaries.reduce((n, s) => n + s.count, 0)).toBe(40);
+    expect(summaries[0]).toMatchObject({ byCode: { ERR_TIDEGATE_OVER_CAPACITY: summaries[0]!.count }, windowMs: 1000 });
+  });
+});
+
 describe('admission: trusted-proxy address header', () => {
   it('ignores X-Forwarded-For unless limits.clientAddressHeader names it', async () => {
     tg = await startTestGateway({ config: { limits: { maxStreamsPerClient: 1 } } });

@@ -6,7 +6,9 @@ import { credentialOf } from './credential';
 import { onServerClose } from '../http/node-hooks';
 import type { ProviderAdapter } from '../providers/types';
 import type { AdmissionLimits } from './config';
+import type { Logger } from './logger';
 import type { GatewayMetrics } from './metrics';
+import { RefusalLog } from './refusal-log';
 
 /** Why a request was refused; the `reason` label of `tidegate_admission_refusals_total`. */
 export type RefusalReason = 'connections' | 'streams' | 'client_streams' | 'pipelining' | 'body_too_large' | 'body_timeout' | 'body_encoding';
@@ -110,10 +112,13 @@ export interface Admission {
   admitStream(req: IncomingMessage): ReleaseStream | AdmissionError;
   /**
    * Answers `error` in the route's error shape (`adapter.sendHttpError`) with `Connection: close`
-   * and `Retry-After` when it has one, counts it by reason, and closes the connection once the
-   * answer is flushed (the unread rest of a body is never read).
+   * and `Retry-After` when it has one, counts it by reason, logs it (one `refused` line, at most
+   * `REFUSAL_LINES_PER_SECOND` a second, see {@link RefusalLog}), and closes the
+   * connection once the answer is flushed (the unread rest of a body is never read).
    */
   refuse(req: IncomingMessage, res: ServerResponse, adapter: Pick<ProviderAdapter, 'sendHttpError'>, error: AdmissionError): void;
+  /** Writes the summary of refusals not logged yet (see {@link RefusalLog.flush}); the drain calls it. */
+  flushLog(): void;
 }
 
 /** After a refusal, bytes still arriving are discarded for at most this long, ms, … */
@@ -130,13 +135,16 @@ export const CLOSE_LINGER_BYTES = 4 * 1024 * 1024;
  * The counts live in this object: one per gateway app. A slot is held from admission (before
  * the body is read) until the stream's release, so bodies in flight count too.
  *
+ * Without `logger`, refusals are counted but not logged.
+ *
  * @example
- * const admission = createAdmission(config.limits, metrics);
+ * const admission = createAdmission(config.limits, metrics, logger);
  * server.on('connection', (socket) => admission.trackConnection(socket));
  * const release = admission.admitStream(req);
  * if (release instanceof AdmissionError) return admission.refuse(req, res, adapter, release);
  */
-export function createAdmission(limits: AdmissionLimits, metrics: GatewayMetrics): Admission {
+export function createAdmission(limits: AdmissionLimits, metrics: GatewayMetrics, logger?: Logger | undefined): Admission {
+  const refusals = logger === undefined ? undefined : new RefusalLog(logger);
   let connections = 0;
   let streams = 0;
   const perClient = new Map<string, number>();
@@ -193,6 +201,8 @@ export function createAdmission(limits: AdmissionLimits, metrics: GatewayMetrics
     },
     refuse(req, res, adapter, error) {
       metrics.admissionRefusals.inc({ reason: error.reason });
+      const path = (req as { path?: string }).path ?? (req.url ?? '').split('?')[0];
+      refusals?.log({ route: path, method: req.method ?? '', status: res.headersSent ? 499 : error.status, errorCode: error.code, reason: error.reason });
       if (res.headersSent) {
         req.socket.destroy();
         return;
@@ -201,6 +211,9 @@ export function createAdmission(limits: AdmissionLimits, metrics: GatewayMetrics
       if (error.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(error.retryAfterSeconds));
       closeAfterResponse(req, res);
       adapter.sendHttpError(res, error);
+    },
+    flushLog() {
+      refusals?.flush();
     },
   };
 }

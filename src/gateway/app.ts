@@ -96,7 +96,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
   const idle: (() => void)[] = [];
   let ready = true;
   let active = 0;
-  const admission = createAdmission(config.limits, metrics);
+  const admission = createAdmission(config.limits, metrics, logger);
   const adapterOf = new Map(routes.map((r) => [r.path, adapterFor(r)]));
   const resume = routes.some((r) => r.resume !== undefined) ? new ResumeService({ maxMemoryBytes: config.resumeStore.maxMemoryBytes, metrics, logger, redis: redisStore(config, routes, logger) }) : undefined;
   const resumeDeps: ResumeEndpointDeps | undefined = resume && {
@@ -414,6 +414,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
         for (const abort of [...running]) abort(reason);
         await allDone;
       }
+      admission.flushLog();
       await resume?.close();
     },
   };
