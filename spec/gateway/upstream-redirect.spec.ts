@@ -68,6 +68,7 @@ describe('an upstream redirect', () => {
         { ...loop, path: '/loop-events/v1/chat/completions', policy: { relay: 'events' } },
         { ...loop, path: '/loop-nonstream/v1/chat/completions', stream: false },
         { ...loop, path: '/loop-resume/v1/chat/completions', resume: true },
+        { ...loop, provider: 'anthropic', path: '/loop-anthropic/v1/messages' },
       ],
     });
     gateway = await startGateway(config, { logger: createLogger({ transports: [logs] }) });
@@ -154,6 +155,17 @@ describe('an upstream redirect', () => {
     expect(line).toMatchObject({ outcome: 'upstream_redirect', attempts: 1, errorCode: 'ERR_TIDEGATE_UPSTREAM_REDIRECT', status: 502 });
     expect(JSON.stringify(line)).not.toContain('sk-hop-secret');
     expect(JSON.stringify(line)).not.toContain('hop=');
+  });
+
+  it("in a loop answers an Anthropic route in Anthropic's error shape", async () => {
+    const res = await fetch(`${gateway.url}/loop-anthropic/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+      body: JSON.stringify({ model: 'm', max_tokens: 8, stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+      signal: AbortSignal.timeout(10_000),
+    });
+    expect(res.status).toBe(502);
+    expect(await res.json()).toMatchObject({ type: 'error', error: { code: 'ERR_TIDEGATE_UPSTREAM_REDIRECT', message: expect.stringContaining('kept redirecting') } });
   });
 
   it('is counted as redirect in tidegate_upstream_requests_total', async () => {
