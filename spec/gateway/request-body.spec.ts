@@ -230,6 +230,51 @@ describe('request body: timeout', () => {
   }, 30_000);
 });
 
+describe('request body: JSON nesting depth', () => {
+  /** Sends `body` whole to `path` and waits for the answer's head and body. */
+  async function send(path: string, body: string, headers: Record<string, string> = {}): Promise<RawClient> {
+    const client = await connect((tg as TestGateway).gateway.port);
+    client.socket.write(head(path, { 'Content-Length': Buffer.byteLength(body), ...headers }) + body);
+    await until(() => /\r\n\r\n./s.test(client.reply()));
+    return client;
+  }
+  const deep = (levels: number): string => `{"model":"sim","stream":true,"messages":[{"role":"user","content":"hi"}],"metadata":${'['.repeat(levels)}${']'.repeat(levels)}}`;
+
+  it('refuses a body nested deeper than 512 levels with 400 in the OpenAI shape, asking the upstream nothing', async () => {
+    tg = await startTestGateway();
+    // 2 levels are the object and its `metadata` array's parent: 511 more makes 513.
+    const client = await send('/v1/chat/completions', deep(512));
+    await client.closed;
+    expect(statusOf(client.reply())).toBe(400);
+    expect(bodyOf(client.reply())).toEqual({ error: { message: expect.stringContaining('deeper than 512 levels'), type: 'tidegate_error', code: 'ERR_TIDEGATE_BODY_TOO_DEEP', param: null } });
+    expect(tg.sim.stats.requests).toBe(0);
+  });
+
+  it('refuses it in the Anthropic shape on an Anthropic route', async () => {
+    tg = await startTestGateway();
+    const client = await send('/v1/messages', deep(10_000), { 'anthropic-version': '2023-06-01' });
+    await client.closed;
+    expect(statusOf(client.reply())).toBe(400);
+    expect(bodyOf(client.reply())).toEqual({ type: 'error', error: { type: 'invalid_request_error', message: expect.stringContaining('deeper than 512 levels'), code: 'ERR_TIDEGATE_BODY_TOO_DEEP' } });
+    expect(tg.sim.stats.requests).toBe(0);
+  });
+
+  it('relays a body exactly 512 levels deep', async () => {
+    tg = await startTestGateway();
+    const client = await send('/v1/chat/completions', deep(511));
+    await until(() => client.reply().includes('data: [DONE]'));
+    expect(statusOf(client.reply())).toBe(200);
+  });
+
+  it('counts a bracket inside a string as text', async () => {
+    tg = await startTestGateway();
+    const body = JSON.stringify({ model: 'sim', stream: true, messages: [{ role: 'user', content: `${'['.repeat(5000)}\"${'{'.repeat(5000)}` }] });
+    const client = await send('/v1/chat/completions', body);
+    await until(() => client.reply().includes('data: [DONE]'));
+    expect(statusOf(client.reply())).toBe(200);
+  });
+});
+
 describe('request body: Expect: 100-continue', () => {
   it('answers a declared Content-Length over the limit with 413 and no 100 Continue that would invite the upload', async () => {
     tg = await startTestGateway({ config: { limits: { maxRequestBodyBytes: 1024 } } });

@@ -133,14 +133,14 @@ describe('errors in the route’s own shape', () => {
   });
 
   it('answers 400, not 500, for a JSON body nested too deeply to forward, in each provider’s shape', async () => {
-    // JSON.parse reads it; writing it out again for the upstream would overflow the stack.
+    // JSON.parse would read it; writing it out again for the upstream would overflow the stack.
     const body = '{"model":"m","messages":[{"role":"user","content":' + '['.repeat(20000) + ']'.repeat(20000) + '}]}';
     const openai = await call('/v1/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json' }, body });
     expect(openai.status).toBe(400);
-    expect(openai.body).toMatchObject({ error: { code: 'ERR_TIDEGATE_BAD_REQUEST', message: 'the request body is nested too deeply to be forwarded' } });
+    expect(openai.body).toMatchObject({ error: { code: 'ERR_TIDEGATE_BODY_TOO_DEEP', message: expect.stringContaining('deeper than 512 levels') } });
     const anthropic = await call('/v1/messages', { method: 'POST', headers: { 'content-type': 'application/json' }, body });
     expect(anthropic.status).toBe(400);
-    expect(anthropic.body).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', code: 'ERR_TIDEGATE_BAD_REQUEST' } });
+    expect(anthropic.body).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', code: 'ERR_TIDEGATE_BODY_TOO_DEEP' } });
   });
 
   it('answers 415 for a body declared as another type, in each provider’s shape', async () => {

@@ -11,17 +11,18 @@ import type { GatewayMetrics } from './metrics';
 import { RefusalLog } from './refusal-log';
 
 /** Why a request was refused; the `reason` label of `tidegate_admission_refusals_total`. */
-export type RefusalReason = 'connections' | 'streams' | 'client_streams' | 'pipelining' | 'body_too_large' | 'body_timeout' | 'body_encoding';
+export type RefusalReason = 'connections' | 'streams' | 'client_streams' | 'pipelining' | 'body_too_large' | 'body_timeout' | 'body_encoding' | 'body_too_deep';
 
 /**
  * A request refused before it reached the upstream. `status` is the HTTP status the client gets
- * (413, 408, 415, 429, 503); `retryAfterSeconds`, when set, is sent as `Retry-After`.
+ * (400, 413, 408, 415, 429, 503); `retryAfterSeconds`, when set, is sent as `Retry-After`.
  *
  * | code | status | reason |
  * | --- | --- | --- |
  * | `ERR_TIDEGATE_BODY_TOO_LARGE` | 413 | `body_too_large` |
  * | `ERR_TIDEGATE_BODY_TIMEOUT` | 408 | `body_timeout` |
  * | `ERR_TIDEGATE_BODY_ENCODING` | 415 | `body_encoding` |
+ * | `ERR_TIDEGATE_BODY_TOO_DEEP` | 400 | `body_too_deep` |
  * | `ERR_TIDEGATE_CLIENT_LIMIT` | 429 | `client_streams` |
  * | `ERR_TIDEGATE_OVER_CAPACITY` | 503 | `connections`, `streams` |
  * | `ERR_TIDEGATE_PIPELINE_LIMIT` | 503 | `pipelining` |

@@ -14,7 +14,7 @@ import { GatewayMetrics, type StreamSnapshot } from './metrics';
 import { relay, type StreamPolicyFn } from './relay/relay';
 import { continueBody } from './expect-continue';
 import { inTurn, MAX_WAITING_REQUESTS } from './in-turn';
-import { readRequestBody, RequestBodyAbortedError } from './request-body';
+import { parseJsonBody, readRequestBody, RequestBodyAbortedError } from './request-body';
 import { adapterFor } from './route-adapters';
 import { AllowedMethods, errorShapeFor, headWithGet, isJsonContentType, noRouteHandler, PLAIN_ERRORS, refuseHead } from './route-errors';
 import { RESUME_PATH, serveResume, type ResumeEndpointDeps } from './resume/endpoints';
@@ -277,9 +277,10 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
           if (route.provider === 'passthrough' || bytes === undefined) req.body = bytes;
           else {
             try {
-              req.body = JSON.parse(bytes.toString('utf8')) as unknown;
+              req.body = parseJsonBody(bytes);
             } catch (err) {
-              adapter.sendHttpError(res, Object.assign(new Error(`the request body is not JSON: ${(err as Error).message}`), { status: 400, code: 'ERR_TIDEGATE_BAD_REQUEST' }));
+              if (err instanceof AdmissionError) admission.refuse(req, res, adapter, err);
+              else adapter.sendHttpError(res, err);
               return;
             }
           }

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { readBounded } from '../http/read-bounded';
 import { AdmissionError } from './admission';
+import { MAX_JSON_DEPTH, scanJsonBounds } from './json-bounds';
 
 /** Bounds of {@link readRequestBody}. */
 export interface RequestBodyLimits {
@@ -56,6 +57,34 @@ export function readRequestBody(req: IncomingMessage, limits: RequestBodyLimits)
     timedOut: (timeoutMs) => stop(new AdmissionError('ERR_TIDEGATE_BODY_TIMEOUT', `the request body did not arrive within ${timeoutMs} ms`, 408, 'body_timeout')),
     closedEarly: () => stop(new RequestBodyAbortedError('the client closed the connection before its request body was complete')),
   }).then((body) => (body.length === 0 ? undefined : body));
+}
+
+/** A request body that is no JSON text (`ERR_TIDEGATE_BAD_REQUEST`, 400): `JSON.parse` refused it. */
+export class RequestBodyNotJsonError extends Error {
+  readonly code = 'ERR_TIDEGATE_BAD_REQUEST';
+  readonly status = 400;
+}
+
+/**
+ * Parses a JSON request body read by {@link readRequestBody}, once a linear scan found it
+ * within the bounds ({@link scanJsonBounds}), so that `JSON.parse` never builds what the
+ * gateway would refuse:
+ *
+ * - nested deeper than {@link MAX_JSON_DEPTH} levels: rejects with 400 `ERR_TIDEGATE_BODY_TOO_DEEP`;
+ * - not JSON: rejects with {@link RequestBodyNotJsonError} (400).
+ *
+ * @throws AdmissionError, RequestBodyNotJsonError
+ */
+export function parseJsonBody(bytes: Buffer): unknown {
+  const exceeded = scanJsonBounds(bytes, { maxDepth: MAX_JSON_DEPTH });
+  if (exceeded !== undefined) {
+    throw new AdmissionError('ERR_TIDEGATE_BODY_TOO_DEEP', `the request body nests objects and arrays deeper than ${exceeded.limit} levels (at byte ${exceeded.offset})`, 400, 'body_too_deep');
+  }
+  try {
+    return JSON.parse(bytes.toString('utf8')) as unknown;
+  } catch (err) {
+    throw new RequestBodyNotJsonError(`the request body is not JSON: ${(err as Error).message}`);
+  }
 }
 
 function tooLarge(maxBytes: number): AdmissionError {

@@ -1,0 +1,88 @@
+/**
+ * Nesting a JSON request body may have: 512 levels of objects and arrays. `JSON.parse` reads
+ * any depth, but the body is written out again for the upstream with `JSON.stringify`, which
+ * recurses once per level and throws on the stack's end; no provider API nests this deep.
+ */
+export const MAX_JSON_DEPTH = 512;
+
+/** Bounds of {@link scanJsonBounds}. */
+export interface JsonBounds {
+  /** Deepest nesting of objects and arrays accepted, levels (`[]` is 1). */
+  maxDepth: number;
+}
+
+/** The first bound a JSON text passes, and the byte offset where it does. */
+export interface JsonBoundExceeded {
+  readonly bound: 'depth';
+  /** The bound that was passed. */
+  readonly limit: number;
+  /** Offset of the byte that passed it. */
+  readonly offset: number;
+}
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;
+
+/**
+ * Checks a JSON text's nesting before it is parsed, in one linear pass over its bytes that
+ * skips strings (a bracket inside a string is text; an escaped quote does not end one) and
+ * stops at the first level past `maxDepth`.
+ *
+ * It validates nothing else: a text that is not JSON passes or fails here as its brackets
+ * say, and `JSON.parse` rejects it after. For a valid JSON text it sees the strings exactly as
+ * `JSON.parse` does (in UTF-8 no byte of a multi-byte character is a quote or a backslash).
+ *
+ * @param bytes a JSON text as UTF-8.
+ * @returns `undefined` within the bounds, else the first bound passed.
+ *
+ * @example
+ * scanJsonBounds(Buffer.from('[[["]]]]]"]]]'), { maxDepth: 3 }); // undefined: 3 levels
+ * scanJsonBounds(Buffer.from('[[[[1]]]]'), { maxDepth: 3 }); // { bound: 'depth', limit: 3, offset: 3 }
+ */
+export function scanJsonBounds(bytes: Uint8Array, bounds: JsonBounds): JsonBoundExceeded | undefined {
+  const { maxDepth } = bounds;
+  const length = bytes.length;
+  let depth = 0;
+  for (let i = 0; i < length; i++) {
+    const c = bytes[i];
+    if (c === QUOTE) {
+      i = stringEnd(bytes, i + 1);
+    } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+      if (++depth > maxDepth) return { bound: 'depth', limit: maxDepth, offset: i };
+    } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
+      depth--;
+    }
+  }
+  return undefined;
+}
+
+/** Strings up to this long are walked byte by byte; a longer one is searched with `indexOf`. */
+const SHORT_STRING_BYTES = 64;
+
+/** Offset of the quote that ends the string whose text starts at `from` (the length when none does). */
+function stringEnd(bytes: Uint8Array, from: number): number {
+  const length = bytes.length;
+  const stop = Math.min(length, from + SHORT_STRING_BYTES);
+  let at = from;
+  for (; at < stop; at++) {
+    const c = bytes[at];
+    if (c === BACKSLASH) at++;
+    else if (c === QUOTE) return at;
+  }
+  if (at >= length) return length;
+  // A long string: indexOf runs natively, one call per quote instead of one loop turn per byte.
+  for (;;) {
+    at = bytes.indexOf(QUOTE, at);
+    if (at === -1) return length;
+    // Escaped when an odd number of backslashes precede it (`\"`, not `\\"`); the opening
+    // quote ends the run.
+    let slashes = 0;
+    while (bytes[at - slashes - 1] === BACKSLASH) slashes++;
+    if (slashes % 2 === 0) return at;
+    at++;
+  }
+}
