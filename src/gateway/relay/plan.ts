@@ -12,7 +12,7 @@ import type { ClientAsk } from './upstream-call';
  * |---|---|---|
  * | `whole` | the client or the route does not stream | nothing: one whole answer |
  * | `resumable` | a resumable passthrough route | events read through `connectSse` (reconnects with `Last-Event-ID`) |
- * | `bytes` | no policy, `limitRate`, resumable or `resume` route, and room in the budget | the upstream's own bytes cut into frames of whole events |
+ * | `bytes` | `relay: bytes`, none of a policy, `limitRate`, `resumable` or `resume`, and room in the budget | the upstream's own bytes cut into frames of whole events |
  * | `events` | otherwise | decoded events, re-encoded |
  */
 export type StreamPlan = { readonly kind: 'whole' } | StreamingPlan;
