@@ -75,3 +75,32 @@ describe('scanJsonBounds: strings of every length', () => {
     }
   });
 });
+
+describe('scanJsonBounds: values', () => {
+  const values = (text: string, maxValues: number): ReturnType<typeof scanJsonBounds> => scanJsonBounds(Buffer.from(text), { maxDepth: MAX_JSON_DEPTH, maxValues });
+
+  it('counts objects, arrays and strings, keys included', () => {
+    // {, "a", [, "b", "c": 5
+    const text = '{"a":[1,2,3],"b":"c"}';
+    expect(values(text, 4)).toEqual({ bound: 'values', limit: 4, offset: text.indexOf('"c"') });
+    expect(values(text, 5)).toBeUndefined();
+  });
+
+  it('does not count numbers, true, false and null', () => {
+    expect(values(`[${Array.from({ length: 1000 }, (_, i) => [i, 1.5, true, false, null][i % 5]).join(',')}]`, 1)).toBeUndefined();
+  });
+
+  it('counts a string once, whatever it holds', () => {
+    expect(values(JSON.stringify(['{"a":[1,"b"]}', '\\"[{', 'x'.repeat(100_000)]), 4)).toBeUndefined();
+    expect(values(JSON.stringify(['{"a":[1,"b"]}', '\\"[{', 'x'.repeat(100_000)]), 3)).toMatchObject({ bound: 'values' });
+  });
+
+  it('stops at the first value past the cap', () => {
+    const text = `[${Array.from({ length: 1_000_000 }, () => '{}').join(',')}]`;
+    expect(values(text, 10)).toEqual({ bound: 'values', limit: 10, offset: 1 + 9 * 3 });
+  });
+
+  it('takes 0 as no cap', () => {
+    expect(values('[{},{},{}]', 0)).toBeUndefined();
+  });
+});

@@ -275,6 +275,49 @@ describe('request body: JSON nesting depth', () => {
   });
 });
 
+describe('request body: JSON values', () => {
+  async function send(path: string, body: string): Promise<RawClient> {
+    const client = await connect((tg as TestGateway).gateway.port);
+    client.socket.write(head(path, { 'Content-Length': Buffer.byteLength(body) }));
+    client.socket.write(body);
+    await until(() => /\r\n\r\n./s.test(client.reply()), 10_000);
+    return client;
+  }
+  /** A chat body of `n` messages: 5 values each (the object, 2 keys, 2 strings) and 6 more. */
+  const chat = (n: number): string => JSON.stringify({ model: 'sim', stream: true, messages: Array.from({ length: n }, () => ({ role: 'user', content: 'a' })) });
+
+  it('refuses a flat 4 MiB body of small values with 413 before parsing it, asking the upstream nothing', async () => {
+    tg = await startTestGateway();
+    const one = '{"role":"user","content":"a"}';
+    const prefix = '{"model":"sim","stream":true,"messages":[';
+    const body = prefix + Array(Math.floor((4 * 1024 * 1024 - prefix.length - 2) / (one.length + 1))).fill(one).join(',') + ']}';
+    expect(Buffer.byteLength(body)).toBeLessThanOrEqual(4 * 1024 * 1024);
+    const client = await send('/v1/chat/completions', body);
+    await client.closed;
+    expect(statusOf(client.reply())).toBe(413);
+    expect(bodyOf(client.reply())).toEqual({ error: { message: 'the request body holds more than 100000 objects, arrays and strings (keys included)', type: 'tidegate_error', code: 'ERR_TIDEGATE_BODY_TOO_MANY_VALUES', param: null } });
+    expect(tg.sim.stats.requests).toBe(0);
+  });
+
+  it('relays a body of exactly limits.maxRequestBodyValues values and refuses one more', async () => {
+    tg = await startTestGateway({ config: { limits: { maxRequestBodyValues: 56 } } });
+    const within = await send('/v1/chat/completions', chat(10));
+    await until(() => within.reply().includes('data: [DONE]'));
+    expect(statusOf(within.reply())).toBe(200);
+    const over = await send('/v1/chat/completions', chat(10).replace('"stream"', '"n":1,"stream"'));
+    await over.closed;
+    expect(statusOf(over.reply())).toBe(413);
+    expect(bodyOf(over.reply())).toMatchObject({ error: { code: 'ERR_TIDEGATE_BODY_TOO_MANY_VALUES' } });
+  });
+
+  it('takes limits.maxRequestBodyValues: 0 as no cap', async () => {
+    tg = await startTestGateway({ config: { limits: { maxRequestBodyValues: 0 } } });
+    const client = await send('/v1/chat/completions', chat(30_000));
+    await until(() => client.reply().includes('data: [DONE]'));
+    expect(statusOf(client.reply())).toBe(200);
+  });
+});
+
 describe('request body: Expect: 100-continue', () => {
   it('answers a declared Content-Length over the limit with 413 and no 100 Continue that would invite the upload', async () => {
     tg = await startTestGateway({ config: { limits: { maxRequestBodyBytes: 1024 } } });

@@ -65,6 +65,45 @@ describe('gateway: official OpenAI SDK', () => {
   });
 });
 
+describe('gateway: official OpenAI SDK, large requests within the body limits', () => {
+  /** A long agent conversation: `rounds` of a question, a tool call, its result and an answer. */
+  const conversation = (rounds: number): OpenAI.ChatCompletionMessageParam[] =>
+    Array.from({ length: rounds }, (_, i): OpenAI.ChatCompletionMessageParam[] => [
+      { role: 'user', content: `question ${i}: what does the file say?` },
+      { role: 'assistant', content: null, tool_calls: [{ id: `call_${i}`, type: 'function', function: { name: 'read_file', arguments: JSON.stringify({ path: `src/file-${i}.ts` }) } }] },
+      { role: 'tool', tool_call_id: `call_${i}`, content: `export const value${i} = ${i};` },
+      { role: 'assistant', content: `The file exports value${i}.` },
+    ]).flat();
+
+  it('relays a conversation of 4000 messages with tool calls', async () => {
+    const tools: OpenAI.ChatCompletionTool[] = Array.from({ length: 64 }, (_, i) => ({
+      type: 'function',
+      function: { name: `tool_${i}`, description: 'reads a file', parameters: { type: 'object', properties: { path: { type: 'string', description: 'the path' } }, required: ['path'] } },
+    }));
+    const stream = await openai.chat.completions.create({ model: 'sim', stream: true, messages: conversation(1000), tools });
+    let text = '';
+    for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
+    expect(text.length).toBeGreaterThan(0);
+  });
+
+  it('relays a message whose content is a 1 MB string', async () => {
+    const stream = await openai.chat.completions.create({ model: 'sim', stream: true, messages: [{ role: 'user', content: 'x'.repeat(1_000_000) }] });
+    let text = '';
+    for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
+    expect(text.length).toBeGreaterThan(0);
+  });
+
+  it('raises a 413 the SDK reads for a body of too many values', async () => {
+    const messages = Array.from({ length: 25_000 }, () => ({ role: 'user' as const, content: 'a' }));
+    const failed = await openai.chat.completions.create({ model: 'sim', stream: true, messages }).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(failed).toBeInstanceOf(OpenAI.APIError);
+    expect(failed).toMatchObject({ status: 413, code: 'ERR_TIDEGATE_BODY_TOO_MANY_VALUES' });
+  });
+});
+
 describe('gateway: official Anthropic SDK', () => {
   it('streams exactly the simulator text and receives usage', async () => {
     const stream = await anthropic.messages.create({ model: 'sim-zh', max_tokens: 1024, stream: true, messages: [{ role: 'user', content: 'hi' }] });

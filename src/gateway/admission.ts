@@ -11,7 +11,7 @@ import type { GatewayMetrics } from './metrics';
 import { RefusalLog } from './refusal-log';
 
 /** Why a request was refused; the `reason` label of `tidegate_admission_refusals_total`. */
-export type RefusalReason = 'connections' | 'streams' | 'client_streams' | 'pipelining' | 'body_too_large' | 'body_timeout' | 'body_encoding' | 'body_too_deep';
+export type RefusalReason = 'connections' | 'streams' | 'client_streams' | 'pipelining' | 'body_too_large' | 'body_timeout' | 'body_encoding' | 'body_too_deep' | 'body_too_many_values';
 
 /**
  * A request refused before it reached the upstream. `status` is the HTTP status the client gets
@@ -23,6 +23,7 @@ export type RefusalReason = 'connections' | 'streams' | 'client_streams' | 'pipe
  * | `ERR_TIDEGATE_BODY_TIMEOUT` | 408 | `body_timeout` |
  * | `ERR_TIDEGATE_BODY_ENCODING` | 415 | `body_encoding` |
  * | `ERR_TIDEGATE_BODY_TOO_DEEP` | 400 | `body_too_deep` |
+ * | `ERR_TIDEGATE_BODY_TOO_MANY_VALUES` | 413 | `body_too_many_values` |
  * | `ERR_TIDEGATE_CLIENT_LIMIT` | 429 | `client_streams` |
  * | `ERR_TIDEGATE_OVER_CAPACITY` | 503 | `connections`, `streams` |
  * | `ERR_TIDEGATE_PIPELINE_LIMIT` | 503 | `pipelining` |

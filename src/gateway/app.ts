@@ -277,7 +277,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
           if (route.provider === 'passthrough' || bytes === undefined) req.body = bytes;
           else {
             try {
-              req.body = parseJsonBody(bytes);
+              req.body = parseJsonBody(bytes, config.limits.maxRequestBodyValues);
             } catch (err) {
               if (err instanceof AdmissionError) admission.refuse(req, res, adapter, err);
               else adapter.sendHttpError(res, err);

@@ -117,7 +117,7 @@ export class GatewayMetrics {
     });
     this.admissionRefusals = new Counter({
       name: 'tidegate_admission_refusals_total',
-      help: 'Requests refused by admission control, by reason: connections, streams, client_streams, pipelining (503/429), body_too_large (413), body_timeout (408), body_encoding (415), body_too_deep (400).',
+      help: 'Requests refused by admission control, by reason: connections, streams, client_streams, pipelining (503/429), body_too_large (413), body_timeout (408), body_encoding (415), body_too_deep (400), body_too_many_values (413).',
       labelNames: ['reason'],
       registers: [registry],
     });

@@ -71,14 +71,20 @@ export class RequestBodyNotJsonError extends Error {
  * gateway would refuse:
  *
  * - nested deeper than {@link MAX_JSON_DEPTH} levels: rejects with 400 `ERR_TIDEGATE_BODY_TOO_DEEP`;
+ * - more than `maxValues` objects, arrays and strings (keys included): rejects with 413
+ *   `ERR_TIDEGATE_BODY_TOO_MANY_VALUES` (0 = no cap);
  * - not JSON: rejects with {@link RequestBodyNotJsonError} (400).
  *
+ * @param maxValues `limits.maxRequestBodyValues`.
  * @throws AdmissionError, RequestBodyNotJsonError
  */
-export function parseJsonBody(bytes: Buffer): unknown {
-  const exceeded = scanJsonBounds(bytes, { maxDepth: MAX_JSON_DEPTH });
-  if (exceeded !== undefined) {
+export function parseJsonBody(bytes: Buffer, maxValues: number): unknown {
+  const exceeded = scanJsonBounds(bytes, { maxDepth: MAX_JSON_DEPTH, maxValues });
+  if (exceeded?.bound === 'depth') {
     throw new AdmissionError('ERR_TIDEGATE_BODY_TOO_DEEP', `the request body nests objects and arrays deeper than ${exceeded.limit} levels (at byte ${exceeded.offset})`, 400, 'body_too_deep');
+  }
+  if (exceeded?.bound === 'values') {
+    throw new AdmissionError('ERR_TIDEGATE_BODY_TOO_MANY_VALUES', `the request body holds more than ${exceeded.limit} objects, arrays and strings (keys included)`, 413, 'body_too_many_values');
   }
   try {
     return JSON.parse(bytes.toString('utf8')) as unknown;

@@ -4,6 +4,7 @@ import { headerName, int } from './fields';
 /** Admission limits of the gateway, resolved. */
 export interface AdmissionLimits {
   maxRequestBodyBytes: number;
+  maxRequestBodyValues: number;
   requestBodyTimeoutMs: number;
   headersTimeoutMs: number;
   maxConnections: number;
@@ -13,9 +14,13 @@ export interface AdmissionLimits {
   retryAfterSeconds: number;
 }
 
-/** Admission defaults: 4 MiB bodies within 30 s, headers within 30 s, 10000 connections, 5000 streams, 100 per client, `Retry-After: 1`. */
+/**
+ * Admission defaults: 4 MiB bodies of at most 100000 JSON values within 30 s, headers within
+ * 30 s, 10000 connections, 5000 streams, 100 per client, `Retry-After: 1`.
+ */
 export const DEFAULT_LIMITS: Readonly<Omit<AdmissionLimits, 'clientAddressHeader'>> = {
   maxRequestBodyBytes: 4 * 1024 * 1024,
+  maxRequestBodyValues: 100_000,
   requestBodyTimeoutMs: 30_000,
   headersTimeoutMs: 30_000,
   maxConnections: 10_000,
@@ -29,6 +34,11 @@ export const limitsSchema = z
   .object({
     /** A request body larger than this is refused with 413 once its bytes pass it (or at once by `Content-Length`), bytes. */
     maxRequestBodyBytes: int(1).default(DEFAULT_LIMITS.maxRequestBodyBytes),
+    /**
+     * Objects, arrays and strings (keys included) a JSON request body may hold; past it 413,
+     * found by a scan before the body is parsed (0 = no cap). Numbers and literals are not counted.
+     */
+    maxRequestBodyValues: int(0).default(DEFAULT_LIMITS.maxRequestBodyValues),
     /** A request body must arrive within this of its headers, else 408 and the connection is closed, ms (0 disables). */
     requestBodyTimeoutMs: int(0).default(DEFAULT_LIMITS.requestBodyTimeoutMs),
     /** Request headers must arrive within this of the connection (or of the previous response), ms (Node's `server.headersTimeout`). */
