@@ -40,6 +40,14 @@ describe('gateway config', () => {
     expect(() => loadConfig({ env: { PORT: 'eighty' } })).toThrow(/port/);
   });
 
+  it('refuses an upstream URL that is not http or https, naming the field and the value', () => {
+    expect(() => parseConfig({ upstream: { url: 'localhost:11434' } })).toThrow(/upstream\.url: expected an http:\/\/ or https:\/\/ URL, got "localhost:11434"/);
+    expect(() => parseConfig({ routes: [{ path: '/e', provider: 'passthrough', url: 'ftp://feed/sse' }] })).toThrow(/routes\.0\.url: expected an http/);
+    expect(() => loadConfig({ env: { UPSTREAM_URL: 'vllm:8000' } })).toThrow(ConfigError);
+    expect(() => parseConfig({ upstream: { url: 'not a url' } })).toThrow(ConfigError);
+    expect(parseConfig({ upstream: { url: 'HTTPS://api.example/v1' } }).upstream.url).toBe('HTTPS://api.example/v1');
+  });
+
   it('appends extra passthrough routes to the default ones', () => {
     const config = loadConfig({ extraRoutes: [{ path: '/sse', provider: 'passthrough', url: 'http://u/sse' }] });
     expect(resolveRoutes(config, 'http://up').map((r) => `${r.methods.join('|')} ${r.path}`)).toEqual([

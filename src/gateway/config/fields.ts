@@ -8,3 +8,14 @@ export const headerName = z
   .string()
   .regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, 'not an HTTP header name')
   .transform((s) => s.toLowerCase());
+
+/**
+ * An absolute `http:` or `https:` URL: the only schemes the upstream client speaks. Refused at
+ * start, so a base written without its scheme (`localhost:11434`, which parses as a URL of
+ * scheme `localhost:`) is named there rather than failing every request.
+ */
+export const httpUrl = z
+  .string()
+  .url()
+  // Runs after a failed `.url()` too (zod checks do not abort), so it must not throw.
+  .refine((u) => !URL.canParse(u) || /^https?:$/.test(new URL(u).protocol), { error: (issue) => `expected an http:// or https:// URL, got ${JSON.stringify(issue.input)}` });

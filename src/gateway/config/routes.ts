@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { API_SPECS, DEFAULT_APIS, inferApi, ROUTE_APIS, type RouteApi } from './apis';
 import { resolveResume, resumeSchema, type ResumeSettings } from '../resume/settings';
-import { headerName } from './fields';
+import { headerName, httpUrl } from './fields';
 import type { GatewayConfig } from './schema';
 import { DEFAULT_POLICY, DEFAULT_RETRY, DEFAULT_TIMEOUTS, policyShape, retryShape, timeoutsShape, type RetrySettings, type StreamPolicy, type UpstreamTimeouts } from './stream';
 
@@ -18,7 +18,7 @@ export const routeSchema = z.object({
   /** Methods served; default the API's (`GET` for `models`, `GET` and `POST` for passthrough, else `POST`). */
   methods: z.array(z.enum(['GET', 'POST'])).min(1).optional(),
   /** Full upstream URL; default: `upstream.url` + `upstreamPath`. */
-  url: z.string().url().optional(),
+  url: httpUrl.optional(),
   /** Path on `upstream.url` when `url` is not set; default: the route's `path`. */
   upstreamPath: z.string().startsWith('/', 'must start with /').optional(),
   /** Upstream credential for this route; default `upstream.apiKey`. */

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { DEFAULT_MAX_BODY_BYTES } from '../../http/errors';
 import { corsSchema } from './cors';
 import { DEFAULT_UPSTREAM_RECEIVE_BYTES, MIN_UPSTREAM_RECEIVE_BYTES } from '../../http/node-hooks';
-import { int } from './fields';
+import { httpUrl, int } from './fields';
 import { limitsSchema } from './limits';
 import { redisSchema, resumeStoreSchema } from '../resume/settings';
 import { routeSchema } from './routes';
@@ -15,7 +15,7 @@ export const configSchema = z
     upstream: z
       .object({
         /** Base URL of the upstream server; absent = the embedded simulator. */
-        url: z.string().url().optional(),
+        url: httpUrl.optional(),
         /** Sent upstream as `Authorization: Bearer …` (openai, passthrough) or `x-api-key` (anthropic); never taken from the client. */
         apiKey: z.string().optional(),
         /** Static headers added to every upstream request. */
