@@ -92,6 +92,19 @@ describe('errors in the route’s own shape', () => {
     expect(r.body).toMatchObject({ type: 'error', error: { type: 'not_found_error' } });
   });
 
+  it('answers 404 to /playground saying how to serve it when it is off', async () => {
+    const off = await startTestGateway({ config: { playground: { enabled: false } } });
+    try {
+      const res = await fetch(`${off.gateway.url}/playground`);
+      expect(res.status).toBe(404);
+      const body = (await res.json()) as { error: { message: string } };
+      expect(body.error.message).toContain('no route for GET /playground');
+      expect(body.error.message).toContain('playground.enabled: true, or the --playground flag');
+    } finally {
+      await off.close();
+    }
+  });
+
   it('answers 404 to a stream or response retrieve saying resume is off when no route has it', async () => {
     for (const path of ['/v1/streams/str_1', '/v1/responses/resp_1']) {
       const r = await call(path);

@@ -127,7 +127,12 @@ export function noRouteHandler(routes: readonly ResolvedRoute[], served: readonl
       return;
     }
     // The routes that are off by default say how to turn them on.
-    const hint = req.path === '/debug/streams' ? ' (GET /debug/streams is served with debug.streams: true, or the --debug-streams flag)' : resumeOffHint(req, routes);
+    const hint =
+      req.path === '/debug/streams'
+        ? ' (GET /debug/streams is served with debug.streams: true, or the --debug-streams flag)'
+        : /^\/playground\/?$/i.test(req.path)
+          ? ' (/playground is served by default only when host is a loopback address; on any host with playground.enabled: true, or the --playground flag)'
+          : resumeOffHint(req, routes);
     errorShapeFor(req, req.path, routes).sendHttpError(res, new NoRouteError(404, `no route for ${req.method} ${req.path}; routes: ${list}${hint}`));
   };
 }
