@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { parsePrometheus } from '../gateway/helpers';
-import { trackOpen } from './net';
+import { trackChild } from './net';
 
 /** A `tidegate` CLI process (dist/gateway/cli.js) on an ephemeral 127.0.0.1 port. */
 export interface GatewayProcess {
@@ -25,15 +25,7 @@ export async function startGatewayProcess(args: string[], timeoutMs = 10_000): P
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, PORT: '0', UPSTREAM_URL: '' },
   });
-  const stop = async (): Promise<void> => {
-    untrack();
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-    child.kill('SIGKILL');
-    await exited;
-  };
-  const untrack = trackOpen(stop);
-  child.once('exit', untrack);
+  const stop = trackChild(child);
   let out = '';
   let err = '';
   child.stdout?.on('data', (c: Buffer) => (out += c.toString('utf8')));

@@ -1,3 +1,4 @@
+import type { ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
@@ -14,6 +15,23 @@ export function trackOpen(close: () => unknown): () => void {
   return () => {
     open.delete(entry);
   };
+}
+
+/**
+ * Tracks a child process the harness spawned ({@link trackOpen}) and returns its `stop`: SIGKILL,
+ * resolved once it exited (at once if it already had).
+ */
+export function trackChild(child: ChildProcess): () => Promise<void> {
+  const stop = async (): Promise<void> => {
+    untrack();
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    child.kill('SIGKILL');
+    await exited;
+  };
+  const untrack = trackOpen(stop);
+  child.once('exit', untrack);
+  return stop;
 }
 
 /**

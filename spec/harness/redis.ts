@@ -1,6 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
-import { trackOpen } from './net';
+import { trackChild } from './net';
 
 /** A `redis-server` started by a spec on a free 127.0.0.1 port, without persistence. */
 export interface RedisProcess {
@@ -30,15 +30,7 @@ export function redisAvailable(): boolean {
 export async function startRedis(): Promise<RedisProcess> {
   const port = await freePort();
   const child: ChildProcess = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'yes'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  const stop = async (): Promise<void> => {
-    untrack();
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-    child.kill('SIGKILL');
-    await exited;
-  };
-  const untrack = trackOpen(stop);
-  child.once('exit', untrack);
+  const stop = trackChild(child);
   let out = '';
   child.stdout?.on('data', (c: Buffer) => (out += c.toString()));
   await new Promise<void>((resolve, reject) => {
