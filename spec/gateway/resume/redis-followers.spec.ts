@@ -1,4 +1,5 @@
 import { fromIterable } from '../../../src/flow/sources/iterable';
+import { fromAsyncIterable } from '../../../src/flow/sources/readable-stream';
 import type { Subscription } from '../../../src/flow/types';
 import { createLogger } from '../../../src/gateway/logger';
 import { RedisResumeStore } from '../../../src/gateway/resume/redis-store';
@@ -101,5 +102,41 @@ run('RedisResumeStore: several followers on other instances', () => {
     expect(await fast.ended).toBe('complete');
     expect(slow.seqs).toEqual(Array.from({ length: EVENTS }, (_, i) => i + 1));
     expect(fast.seqs).toEqual(Array.from({ length: EVENTS }, (_, i) => i + 1));
+  }, 30_000);
+  it('gets every event and the end when the stream sends only keep-alives for longer than windowBytes of them', async () => {
+    const producerStore = store();
+    const streamId = 'b2'.repeat(16);
+    const ping = { event: 'ping', data: 'p'.repeat(200) };
+    async function* upstream(): AsyncGenerator<SseEventInit> {
+      yield { data: 'first' };
+      // About six windows of keep-alives, spread over more than one poll of the followers.
+      for (let i = 0; i < 30; i++) {
+        await new Promise((r) => setTimeout(r, 10));
+        yield ping;
+      }
+      for (let i = 2; i <= 6; i++) yield { data: `event ${i}` };
+    }
+    const settings = { ...DEFAULT_RESUME, store: 'redis' as const, windowBytes: 1024, lingerMs: 5000 };
+    const stream = producerStore.open(fromAsyncIterable(upstream()), { streamId, routePath: '/r', credentialHash: '', settings }, { isKeepAlive: (e) => e.event === 'ping' });
+    // The first client reads the first event and leaves; a follower on another instance takes over.
+    await new Promise<void>((resolve) => {
+      let sub!: Subscription;
+      stream.reader(0).subscribeWith({
+        onSubscribe: (s) => {
+          sub = s;
+          s.request(1);
+        },
+        onNext: () => {
+          sub.cancel();
+          resolve();
+        },
+        onError: () => resolve(),
+        onComplete: () => resolve(),
+      });
+    });
+    const follower = await follow(store(), streamId, Infinity);
+    const outcome = await Promise.race([follower.ended, new Promise((r) => setTimeout(() => r('stalled'), 8000))]);
+    expect(outcome).toBe('complete');
+    expect(follower.seqs).toEqual([1, 2, 3, 4, 5, 6]);
   }, 30_000);
 });

@@ -118,12 +118,21 @@ export class ReplayStream implements Subscriber<BridgeElement> {
    * The slowest of the readers on other instances, which follow from the shared store, has every
    * event up to `seq` (`undefined`: none follows any more). It counts as an attached reader that
    * always asks: the producer runs up to `windowBytes` ahead of it, and the linger waits while it
-   * follows.
+   * follows. Keep-alives are not in the shared store, so such a reader never takes one: each
+   * report that it has every event counts as taking the keep-alives nobody took, one
+   * `windowBytes` of them per report at most (without it, a stream silent but for pings would
+   * stop for good once `windowBytes` of them waited).
    */
   follow(seq: number | undefined): void {
-    if (this.terminal !== undefined || seq === this.remote) return;
+    if (this.terminal !== undefined) return;
+    const remote = seq === undefined ? undefined : Math.min(seq, this.window.lastSeq);
+    if (remote !== undefined && remote >= this.window.lastSeq && this.keepAliveBytes > 0) {
+      this.keepAliveBytes = 0;
+      if (remote === this.remote) return this.pull();
+    }
+    if (seq === this.remote) return;
     const had = this.remote !== undefined;
-    this.remote = seq === undefined ? undefined : Math.min(seq, this.window.lastSeq);
+    this.remote = remote;
     if (this.remote !== undefined) this.stopLinger();
     else if (had && this.readers.size === 0) this.startLinger();
     this.pull();
