@@ -86,11 +86,28 @@ export function parseJsonBody(bytes: Buffer, maxValues: number): unknown {
   if (exceeded?.bound === 'values') {
     throw new AdmissionError('ERR_TIDEGATE_BODY_TOO_MANY_VALUES', `the request body holds more than ${exceeded.limit} objects, arrays and strings (keys included)`, 413, 'body_too_many_values');
   }
+  let parsed: unknown;
   try {
-    return JSON.parse(bytes.toString('utf8')) as unknown;
+    parsed = JSON.parse(bytes.toString('utf8')) as unknown;
   } catch (err) {
     throw new RequestBodyNotJsonError(`the request body is not JSON: ${(err as Error).message}`);
   }
+  // The bytes stay with the object they were parsed into, copied out of a larger read buffer
+  // (a small body would otherwise keep the socket's whole read alive until the upstream answers).
+  if (typeof parsed === 'object' && parsed !== null) sentBytes.set(parsed, bytes.byteLength === bytes.buffer.byteLength ? bytes : Buffer.from(bytes));
+  return parsed;
+}
+
+const sentBytes = new WeakMap<object, Buffer>();
+
+/**
+ * The bytes the client sent for a JSON body that {@link parseJsonBody} returned, so the upstream
+ * gets them as sent: `JSON.stringify` of the parsed value would round numbers past 2^53
+ * (`"seed": 18446744073709551615`), turn `1e999` into `null` and `-0` into `0`. `undefined` for
+ * any other object (a body parsed elsewhere, or built by the gateway).
+ */
+export function jsonBodyBytes(body: object): Buffer | undefined {
+  return sentBytes.get(body);
 }
 
 function tooLarge(maxBytes: number): AdmissionError {

@@ -2,6 +2,7 @@ import type { Request } from 'express';
 import type { UpstreamRequest } from '../../http/request';
 import type { ProviderAdapter } from '../../providers/types';
 import { API_SPECS, type ResolvedRoute } from '../config';
+import { jsonBodyBytes } from '../request-body';
 import { BadRequestError } from '../route-errors';
 import { upstreamUrl } from '../upstream-url';
 import type { AbortSignalLike } from '../../http/abort-signal-like';
@@ -26,13 +27,17 @@ export function clientAsk(req: Request, route: ResolvedRoute): ClientAsk {
 
 /**
  * The upstream call for one client request: the route's URL (a passthrough route adds the
- * client's query), the forwarded and configured headers, the body (re-serialized JSON, or the
- * raw bytes of a passthrough route), the route's timeouts and `signal`.
+ * client's query), the forwarded and configured headers, the body (the bytes the client sent;
+ * re-serialized JSON only where the route rewrites it, a stream asked of a route that does not
+ * stream), the route's timeouts and `signal`.
  */
 export function upstreamRequest(req: Request, route: ResolvedRoute & { url: string }, adapter: ProviderAdapter, ask: ClientAsk, signal: AbortSignalLike): UpstreamRequest {
   const json = jsonBody(req, route);
   let body: string | Buffer | undefined;
-  if (json !== undefined) body = serialize(ask.wantsStream && !ask.streaming && adapter.nonStreamBody ? adapter.nonStreamBody(json) : json);
+  if (json !== undefined) {
+    const rewrite = ask.wantsStream && !ask.streaming ? adapter.nonStreamBody : undefined;
+    body = rewrite !== undefined ? serialize(rewrite.call(adapter, json)) : (jsonBodyBytes(json) ?? serialize(json));
+  }
   else if (Buffer.isBuffer(req.body) && req.body.length > 0) body = req.body;
   // A HEAD is asked as its GET: the client gets that answer's status and headers.
   const post = req.method === 'POST';
