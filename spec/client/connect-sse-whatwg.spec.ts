@@ -78,6 +78,18 @@ describe('connectSse and WHATWG HTML §9.2', () => {
         }, reject);
       });
     });
+
+    it('counts a retry: above maxRetryMs as maxRetryMs', async () => {
+      const delays: number[] = [];
+      const server = await serve((_req, res, i) => {
+        sseHead(res);
+        res.end(i === 0 ? 'retry: 3600000\ndata: a\n\n' : 'data: [DONE]\n\n');
+      });
+      const c = collect(connectSse(server.url, { random: () => 0, maxRetryMs: 50, maxDelayMs: 1000, onReconnect: (r) => delays.push(r.delayMs), isTerminal: isDone }));
+      expect(await within(c.done, 3000)).toEqual({});
+      expect(delays).toEqual([50]);
+      expect(server.requests).toHaveLength(2);
+    });
   });
 
   describe('a status other than 200 fails the connection', () => {

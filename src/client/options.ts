@@ -60,6 +60,11 @@ export interface ConnectSseOptions {
   initialDelayMs?: number | undefined;
   /** Ceiling of the backoff window (default 30000 ms). A `Retry-After` may exceed it. */
   maxDelayMs?: number | undefined;
+  /**
+   * Ceiling of the server's `retry:` reconnection time, ms (default: none, as EventSource): a
+   * larger `retry:` counts as this much, so a server cannot hold a reconnect off for hours.
+   */
+  maxRetryMs?: number | undefined;
   /** No bytes at all (heartbeats included) for this long while waiting for headers or while events are requested = network error (default: off). */
   idleTimeoutMs?: number | undefined;
   /**
@@ -135,6 +140,7 @@ export interface ResolvedSseOptions {
   backoffGrowth: 'failures' | 'reconnects';
   initialDelayMs: number;
   maxDelayMs: number;
+  maxRetryMs: number;
   idleTimeoutMs: number | undefined;
   isTerminal: ((event: SseEvent) => boolean) | undefined;
   /** How each attempt is sent: tidegate's HTTP stack, or the caller's `fetch`. */
@@ -169,6 +175,7 @@ export function resolveOptions(url: string | URL, options: ConnectSseOptions): R
   }
   nonNegative('initialDelayMs', options.initialDelayMs);
   nonNegative('maxDelayMs', options.maxDelayMs);
+  if (options.maxRetryMs !== undefined && options.maxRetryMs !== Infinity) nonNegative('maxRetryMs', options.maxRetryMs);
   nonNegative('connectTimeoutMs', options.connectTimeoutMs);
   nonNegative('firstByteTimeoutMs', options.firstByteTimeoutMs);
   if (options.idleTimeoutMs !== undefined && !(Number.isFinite(options.idleTimeoutMs) && options.idleTimeoutMs > 0)) {
@@ -201,6 +208,7 @@ export function resolveOptions(url: string | URL, options: ConnectSseOptions): R
     backoffGrowth,
     initialDelayMs: options.initialDelayMs ?? 1000,
     maxDelayMs: options.maxDelayMs ?? 30_000,
+    maxRetryMs: options.maxRetryMs ?? Infinity,
     idleTimeoutMs: options.idleTimeoutMs,
     isTerminal: options.isTerminal,
     transport,

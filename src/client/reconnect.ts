@@ -53,9 +53,9 @@ export class Reconnection {
     if (id !== null && /^[0-9a-f]{32}$/.test(id)) this.tidegateStreamId = id;
   }
 
-  /** The server sent `retry:` (ms): the stream's reconnection time from now on. */
+  /** The server sent `retry:` (ms): the stream's reconnection time from now on, at most `maxRetryMs`. */
   onRetry(ms: number): void {
-    this.serverRetryMs = ms;
+    this.serverRetryMs = Math.min(ms, this.options.maxRetryMs);
   }
 
   /** An event was delivered: failures in a row start again from zero. */

@@ -77,11 +77,21 @@ describe('resumable route: reconnect budget', () => {
   });
 
   it("never reconnects sooner than the upstream's retry: field", async () => {
-    t = await silentUpstreamGateway({ maxReconnects: 2, baseDelayMs: 1, maxDelayMs: 10 }, 'retry: 300\n');
+    t = await silentUpstreamGateway({ maxReconnects: 2, baseDelayMs: 1, maxDelayMs: 1000 }, 'retry: 300\n');
     const res = await fetch(`${t.gw.url}/events`, { signal: AbortSignal.timeout(15_000) });
     expect(await res.text()).toContain('reconnect budget of 2 spent');
     expect(t.arrivals).toHaveLength(3);
     for (const gap of backoffGaps(t.arrivals)) expect(gap).toBeGreaterThanOrEqual(295);
+  });
+
+  it("caps the upstream's retry: at retry.maxDelayMs", async () => {
+    t = await silentUpstreamGateway({ maxReconnects: 2, baseDelayMs: 1, maxDelayMs: 100 }, 'retry: 3600000\n');
+    const started = performance.now();
+    const res = await fetch(`${t.gw.url}/events`, { signal: AbortSignal.timeout(15_000) });
+    expect(await res.text()).toContain('reconnect budget of 2 spent');
+    expect(t.arrivals).toHaveLength(3);
+    for (const gap of backoffGaps(t.arrivals)) expect(gap).toBeLessThan(100 + 200);
+    expect(performance.now() - started).toBeLessThan(3 * IDLE_MS + 2 * 100 + 2000);
   });
 
   it('does not reconnect at all with maxReconnects 0', async () => {

@@ -25,7 +25,7 @@ export interface ResumableRequest {
   maxReconnects: number;
   /** Base of the reconnect backoff when the upstream sent no `retry:`, ms (the route's `retry.baseDelayMs`). */
   initialDelayMs: number;
-  /** Ceiling of the reconnect backoff, ms (the route's `retry.maxDelayMs`; the upstream's `retry:` may exceed it). */
+  /** Ceiling of the reconnect backoff and of the upstream's `retry:`, ms (the route's `retry.maxDelayMs`). */
   maxDelayMs: number;
   /** Reconnect when the upstream sent nothing for this long, ms (0: never). */
   idleTimeoutMs: number;
@@ -75,6 +75,9 @@ export function openResumableStream(request: ResumableRequest): Promise<Flow<Sse
       backoffGrowth: 'reconnects',
       initialDelayMs: request.initialDelayMs,
       maxDelayMs: request.maxDelayMs,
+      // An upstream's `retry: 3600000` would otherwise hold the client's stream (and its slot) on
+      // pings until totalMs.
+      maxRetryMs: request.maxDelayMs,
       idleTimeoutMs: request.idleTimeoutMs > 0 ? request.idleTimeoutMs : undefined,
       // The relay's own deadlines, per attempt, through the same HTTP stack as every other route.
       connectTimeoutMs: request.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
