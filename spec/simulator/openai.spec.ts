@@ -135,6 +135,12 @@ describe('simulator: OpenAI chat.completions', () => {
     expect(sim.stats.rejected).toBe(1);
   });
 
+  it('answers a stream flag that is not a boolean with a 400, as the real API does', async () => {
+    const res = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'sim-basic', stream: 'true', messages: [] }) });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ error: { type: 'invalid_request_error', message: expect.stringContaining('stream must be a boolean') } });
+  });
+
   it('counts a completed stream and its bytes', async () => {
     const res = await postRaw(url, '/v1/chat/completions', { model: 'sim-basic', stream: true, messages: [] });
     // 'close' on the server side may trail the client's 'end' by a tick.

@@ -46,6 +46,8 @@ export async function respond(host: SimulatorHost, req: http.IncomingMessage, re
     const raw = await readBody(req, s.maxBodyBytes);
     if (ex.ended.signal.aborted) return;
     body = parseJsonObject(raw);
+    // As the real APIs do: `"stream": "true"` is a client's bug, not a request for one answer.
+    if (body.stream !== undefined && typeof body.stream !== 'boolean') throw new RequestError(400, `stream must be a boolean, got ${JSON.stringify(body.stream)}`);
     const model = typeof body.model === 'string' ? body.model : '';
     record.model = model;
     // The registry as configured now: configure() may have run while the body arrived.
