@@ -327,6 +327,32 @@ describe('connectSse', () => {
       expect(server.requests).toHaveLength(1);
     });
 
+    it('hands attachHeld the bytes of the current connection’s unfinished event, none once it dropped', async () => {
+      const server = await serve((_req, res) => {
+        sseHead(res);
+        if (server.requests.length === 1) {
+          res.write(`data: 1\n\ndata: ${'x'.repeat(4000)}`);
+          setTimeout(() => res.destroy(), 200);
+        } else res.end('data: [DONE]\n\n');
+      });
+      let held: () => number = () => NaN;
+      const seen: number[] = [];
+      const c = collect(
+        connectSse(server.url, {
+          isTerminal: isDone,
+          initialDelayMs: 300,
+          maxDelayMs: 300,
+          attachHeld: (count) => (held = count),
+          onReconnect: () => void seen.push(held()),
+        }),
+      );
+      await waitFor(() => held() >= 4000, 2000);
+      expect(await within(c.done, 3000)).toEqual({});
+      expect(c.events.map((e) => e.data)).toEqual(['1', '[DONE]']);
+      expect(seen).toEqual([0]);
+      expect(held()).toBe(0);
+    });
+
     it('closes the upstream connection on cancel', async () => {
       let closed = false;
       const server = await serve((_req, res) => {

@@ -107,6 +107,12 @@ export interface ConnectSseOptions {
   maxLineBytes?: number | undefined;
   /** Largest SSE event data, bytes (default 1 MiB); exceeding it fails the flow with `SseLimitError`, no reconnect. */
   maxEventBytes?: number | undefined;
+  /**
+   * Called once per subscription with a count of the bytes the parser of the current connection
+   * holds (`SseParser.heldBytes`: the unfinished line and event; 0 between connections), for a
+   * byte budget to count them (`ByteBudget.attachExternal`).
+   */
+  attachHeld?: ((heldBytes: () => number) => void) | undefined;
   /** How much of an error response body is kept in `SseHttpError.body` (default 64 KiB). */
   maxErrorBodyBytes?: number | undefined;
   /**
@@ -148,6 +154,7 @@ export interface ResolvedSseOptions {
   random: () => number;
   maxLineBytes: number | undefined;
   maxEventBytes: number | undefined;
+  attachHeld: ((heldBytes: () => number) => void) | undefined;
   maxErrorBodyBytes: number;
   resumeTidegateStream: boolean;
   onOpen: ((response: SseResponseInfo) => void) | undefined;
@@ -215,6 +222,7 @@ export function resolveOptions(url: string | URL, options: ConnectSseOptions): R
     random: options.random ?? Math.random,
     maxLineBytes: options.maxLineBytes,
     maxEventBytes: options.maxEventBytes,
+    attachHeld: options.attachHeld,
     maxErrorBodyBytes: options.maxErrorBodyBytes ?? 64 * 1024,
     resumeTidegateStream: options.resumeTidegateStream ?? false,
     onOpen: options.onOpen,

@@ -36,6 +36,8 @@ export class SseSession implements Subscription {
   private controller: AbortController | undefined;
   private inner: Subscription | undefined;
   private tap: BodyTap | undefined;
+  /** The bytes the current connection's parser holds (`undefined`: no connection streams). */
+  private parserHeld: (() => number) | undefined;
   private backoffTimer: NodeJS.Timeout | undefined;
   private idleTimer: NodeJS.Timeout | undefined;
   private lastEventId: string;
@@ -65,6 +67,7 @@ export class SseSession implements Subscription {
       return;
     }
     this.actual = actual;
+    this.options.attachHeld?.(() => this.parserHeld?.() ?? 0);
     actual.onSubscribe(this);
     const terminal = this.pendingTerminal;
     if (terminal !== undefined) {
@@ -101,6 +104,8 @@ export class SseSession implements Subscription {
   private connect(): void {
     const gen = ++this.generation;
     this.state = 'connecting';
+    // A dropped connection's partial event is discarded (§9.2.6): no longer held.
+    this.parserHeld = undefined;
     const controller = new AbortController();
     this.controller = controller;
     this.clearIdle();
@@ -170,6 +175,9 @@ export class SseSession implements Subscription {
         // The new connection's events carry the resumed ID until the server sends another, as
         // browsers' EventSource keeps its last event ID string across reconnects.
         lastEventId: seed,
+        attachHeld: (held) => {
+          if (gen === this.generation) this.parserHeld = held;
+        },
         // Like the events: nothing of a connection reaches the user once it was released
         // (a reconnect, the terminal event, a cancel), even from the rest of a chunk in hand.
         onRetry: (ms) => {
@@ -353,6 +361,7 @@ export class SseSession implements Subscription {
   }
 
   private release(drain = false): void {
+    this.parserHeld = undefined;
     if (drain) this.drainConnection();
     else this.closeConnection();
     if (this.backoffTimer !== undefined) {

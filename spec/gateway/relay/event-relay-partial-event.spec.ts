@@ -7,7 +7,8 @@ import { CaptureTransport, parsePrometheus } from '../helpers';
 import { readSse } from '../resume/helpers';
 
 // The event relay over real sockets: an upstream event that never ends is held by the parser,
-// counted in the stream's budget, and refused once it would outgrow the budget.
+// counted in the stream's budget, and refused once it would outgrow the budget; a resumable
+// passthrough route, which reads its upstream through connectSse, alike.
 
 const BUDGET = 64 * 1024;
 const STEP = 8 * 1024;
@@ -53,6 +54,7 @@ beforeAll(async () => {
       routes: [
         { path: '/v1/chat/completions', provider: 'openai', policy: { relay: 'events', maxBufferedBytes: BUDGET } },
         { path: '/resume/v1/chat/completions', upstreamPath: '/v1/chat/completions', provider: 'openai', resume: { windowBytes: 65536 }, policy: { maxBufferedBytes: BUDGET } },
+        { path: '/events', upstreamPath: '/v1/chat/completions', provider: 'passthrough', resumable: true, policy: { maxBufferedBytes: BUDGET } },
       ],
     }),
     { logger: createLogger({ transports: [new CaptureTransport()] }) },
@@ -75,6 +77,7 @@ const body = { model: 'm', stream: true, messages: [] };
 describe.each([
   ['relay: events', '/v1/chat/completions'],
   ['a resumable route', '/resume/v1/chat/completions'],
+  ['a resumable passthrough route (connectSse)', '/events'],
 ])('event relay on %s', (_name, path) => {
   it('counts an unfinished event in tidegate_buffered_bytes', async () => {
     holdAt = 40 * 1024;
@@ -90,8 +93,9 @@ describe.each([
     holdAt = 0;
     const read = await readSse(`${gw.url}${path}`, { body });
     await Promise.race([read.ended, new Promise((r) => setTimeout(r, 5000))]);
-    // The route's protocol (OpenAI): the error is the last data event.
-    expect(JSON.parse(read.events[read.events.length - 1]!.data)).toMatchObject({ error: { code: 'ERR_TIDEGATE_SSE_LIMIT' } });
+    // The route's protocol (OpenAI, or passthrough's `event: error`): the error is the last event.
+    const last = JSON.parse(read.events[read.events.length - 1]!.data) as { code?: string; error?: { code?: string } };
+    expect(last.error?.code ?? last.code).toBe('ERR_TIDEGATE_SSE_LIMIT');
     await upstreamClosed;
     expect(await bufferedBytes()).toBe(0);
   });

@@ -38,7 +38,7 @@ export interface OpenedStream {
  */
 export async function openStream(stream: StreamContext, request: UpstreamRequest, plan: StreamingPlan, budget: ByteBudget): Promise<OpenedStream> {
   if (plan.kind === 'resumable') {
-    const events = await resumableEvents(stream, request);
+    const events = await resumableEvents(stream, request, budget);
     sent(request);
     return { events, plan };
   }
@@ -117,11 +117,14 @@ function eventRelayEvents(upstream: HeldUpstream, plan: EventsPlan, stream: Stre
 /**
  * The `resumable` way: the upstream read through `connectSse`, so a dropped upstream is
  * reconnected with `Last-Event-ID` (its own backoff) even after the first byte. Resolves once
- * its first connection answered.
+ * its first connection answered. As on the `events` way, the budget counts the current
+ * connection's unfinished line and event, and an event larger than the budget is refused as it
+ * arrives (`ERR_TIDEGATE_SSE_LIMIT`, no reconnect).
  */
-async function resumableEvents(stream: StreamContext, request: UpstreamRequest): Promise<Flow<GatewayEvent>> {
+async function resumableEvents(stream: StreamContext, request: UpstreamRequest, budget: ByteBudget): Promise<Flow<GatewayEvent>> {
   const { route } = stream.env;
   const terminator = route.terminator;
+  const maxEventBytes = Math.min(route.policy.maxEventBytes, budget.maxBytes);
   // Every request counts as on other routes: `attempts`, one upstream request per connection by
   // its outcome (`ok` once it answered), and a retry per failed attempt before the first answer
   // (later reconnects count as attempts and requests, not as retries).
@@ -144,8 +147,11 @@ async function resumableEvents(stream: StreamContext, request: UpstreamRequest):
     firstByteTimeoutMs: request.firstByteTimeoutMs,
     followRedirects: request.followRedirects,
     route: request.route,
-    // Not counted in the budget (connectSse owns its parser), but never larger than it.
-    maxEventBytes: Math.min(route.policy.maxEventBytes, route.policy.maxBufferedBytes),
+    // As on the event relay: the unfinished line and event count in the budget, and one past
+    // it is refused as it arrives (ERR_TIDEGATE_SSE_LIMIT).
+    maxEventBytes,
+    maxLineBytes: maxEventBytes,
+    attachHeld: (held) => budget.attachExternal(held),
     isTerminal: terminator ? (e) => (terminator.event ?? e.type) === e.type && (terminator.data ?? e.data) === e.data : undefined,
     onOpen: () => {
       answered = opened = true;

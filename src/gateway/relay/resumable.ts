@@ -38,6 +38,10 @@ export interface ResumableRequest {
   /** The route, named in errors instead of the URL. */
   route?: string | undefined;
   maxEventBytes: number;
+  /** Largest SSE line, bytes (default 1 MiB). */
+  maxLineBytes?: number | undefined;
+  /** Hands over a count of the bytes of the upstream's unfinished line and event, for the stream's budget (see `ConnectSseOptions.attachHeld`). */
+  attachHeld?: ((heldBytes: () => number) => void) | undefined;
   /** The event that ends the stream (no reconnect after it). */
   isTerminal?: (event: SseEvent) => boolean;
   /** Each connection that answered a streaming 2xx (the first, then each reconnect's). */
@@ -84,6 +88,8 @@ export function openResumableStream(request: ResumableRequest): Promise<Flow<Sse
       firstByteTimeoutMs: request.firstByteTimeoutMs ?? DEFAULT_FIRST_BYTE_TIMEOUT_MS,
       followRedirects: request.followRedirects ?? false,
       maxEventBytes: request.maxEventBytes,
+      maxLineBytes: request.maxLineBytes,
+      attachHeld: request.attachHeld,
       isTerminal: request.isTerminal,
       onOpen: () => {
         handoff.onEarlyError = undefined; // from now on errors go to the subscriber of the flow
