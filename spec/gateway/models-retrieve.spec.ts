@@ -82,6 +82,16 @@ describe('models.retrieve through a models route', () => {
     expect(seen).toEqual([]);
   });
 
+  it.each(['%2F..%2F..%2Fadmin%2Fkeys', '..%2F..%2Fadmin', 'org%2F.%2Fmodel', 'org%2F%2e%2e', 'a%5C..%5Cadmin', 'gpt%00sim', 'gpt%0d%0aX-Injected:%201', 'gpt%7F'])(
+    'refuses the id %s with a 400 and asks the upstream nothing',
+    async (id) => {
+      const got = await rawGet(`/v1/models/${id}`);
+      expect(got.status).toBe(400);
+      expect(JSON.parse(got.body)).toMatchObject({ error: { code: 'ERR_TIDEGATE_BAD_REQUEST' } });
+      expect(seen).toEqual([]);
+    },
+  );
+
   it('answers a path two segments below the route with a 404, not the upstream', async () => {
     const got = await rawGet('/v1/models/org/model');
     expect(got.status).toBe(404);
@@ -94,7 +104,11 @@ describe('modelUrl', () => {
     expect(modelUrl('http://h:1/v1/models/?a=1', 'x y/z')).toBe('http://h:1/v1/models/x%20y%2Fz?a=1');
   });
 
-  it.each(['', '.', '..'])('throws BadRequestError for %j', (id) => {
+  it.each(['gpt-4o', 'meta-llama/Llama-3.1-8B-Instruct', 'ft:gpt-4o:org:custom:id', 'models/gemini-1.5', 'org/..model', 'v1.5/...'])('passes the id %j as one encoded segment', (id) => {
+    expect(modelUrl('http://h:1/v1/models', id)).toBe(`http://h:1/v1/models/${encodeURIComponent(id)}`);
+  });
+
+  it.each(['', '.', '..', '/../../admin/keys', '../admin', 'org/./model', 'org/..', 'a\\..\\admin', 'a\\b', 'gpt\u0000', 'gpt\r\nx', 'gpt\u007f', 'gpt\u0085'])('throws BadRequestError for %j', (id) => {
     expect(() => modelUrl('http://h:1/v1/models', id)).toThrow(expect.objectContaining({ code: 'ERR_TIDEGATE_BAD_REQUEST', status: 400 }));
   });
 });

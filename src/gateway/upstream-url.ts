@@ -14,7 +14,7 @@ import { BadRequestError } from './route-errors';
  * @param route the resolved route (`url` set).
  * @param req the client request; only `originalUrl` and `params.model` are read.
  * @returns an absolute URL string.
- * @throws BadRequestError (400) for a model id that is empty, `.` or `..`.
+ * @throws BadRequestError (400) for a model id that {@link modelUrl} refuses.
  */
 export function upstreamUrl(route: Pick<ResolvedRoute, 'provider' | 'api'> & { url: string }, req: Pick<Request, 'originalUrl'> & Partial<Pick<Request, 'params'>>): string {
   const model = route.api === 'models' ? req.params?.model : undefined;
@@ -44,14 +44,28 @@ export function mergeQuery(base: string, clientQuery: string): string {
 
 /**
  * `base` (a models route's URL, e.g. `http://vllm:8000/v1/models`) with `model` as one more path
- * segment, percent-encoded (`org/model` → `…/v1/models/org%2Fmodel`); its query stays. An id
- * that is empty, `.` or `..` would name another path once the URL is resolved: refused.
+ * segment, percent-encoded (`org/model` → `…/v1/models/org%2Fmodel`); its query stays.
+ *
+ * Refused: an empty id; an id with a `.` or `..` segment once split on `/` (`..`,
+ * `/../admin`, `org/./m`); an id holding `\` or a control character. Sent encoded, such an id
+ * still names another path to an upstream, or a proxy before it, that decodes `%2F` (or treats
+ * `\` as `/`) and then normalises the path, and the request would carry the gateway's key there.
+ * Ids in use (`gpt-4o`, `meta-llama/Llama-3.1-8B-Instruct`, `ft:gpt-4o:org:custom:id`,
+ * `models/gemini-1.5`) pass.
  *
  * @throws BadRequestError (400, `ERR_TIDEGATE_BAD_REQUEST`).
  */
 export function modelUrl(base: string, model: string): string {
-  if (model === '' || model === '.' || model === '..') throw new BadRequestError(`not a model id: '${model}'`);
+  if (!isSafeModelId(model)) throw new BadRequestError(`not a model id: ${JSON.stringify(model)}`);
   const url = new URL(base);
   url.pathname = `${url.pathname.replace(/\/+$/, '')}/${encodeURIComponent(model)}`;
   return url.toString();
+}
+
+// C0 controls, DEL and C1 controls.
+const UNSAFE_CHAR = /[\\\u0000-\u001f\u007f-\u009f]/;
+
+function isSafeModelId(model: string): boolean {
+  if (model === '' || UNSAFE_CHAR.test(model)) return false;
+  return !model.split('/').some((segment) => segment === '.' || segment === '..');
 }
