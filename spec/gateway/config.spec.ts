@@ -40,6 +40,11 @@ describe('gateway config', () => {
     expect(() => loadConfig({ env: { PORT: 'eighty' } })).toThrow(/port/);
   });
 
+  it('names the flag a bad override came from', () => {
+    expect(() => loadConfig({ overrides: { 'stream.overflow': 'drop' }, overrideOrigins: { 'stream.overflow': '--overflow drop' } })).toThrow(/stream\.overflow: .*\(from --overflow drop\)/);
+    expect(() => loadConfig({ env: { TIDEGATE_OVERFLOW: 'terminate' }, overrides: { 'stream.overflow': 'drop' } })).not.toThrow(/TIDEGATE_OVERFLOW/);
+  });
+
   it('refuses an upstream URL that is not http or https, naming the field and the value', () => {
     expect(() => parseConfig({ upstream: { url: 'localhost:11434' } })).toThrow(/upstream\.url: expected an http:\/\/ or https:\/\/ URL, got "localhost:11434"/);
     expect(() => parseConfig({ routes: [{ path: '/e', provider: 'passthrough', url: 'ftp://feed/sse' }] })).toThrow(/routes\.0\.url: expected an http/);

@@ -48,25 +48,28 @@ async function main(): Promise<void> {
     if (eq <= 0) throw new ConfigError(`invalid --passthrough ${JSON.stringify(spec)}: expected /path=URL`);
     return { path: spec.slice(0, eq), provider: 'passthrough', url: spec.slice(eq + 1) };
   });
+  // Each flag's field, and its value as given (a number still a string: num() checks it first).
+  const flagged: ReadonlyArray<readonly [field: string, flag: string, value: string | number | boolean | readonly string[] | undefined]> = [
+    ['port', 'port', num('port', values.port)],
+    ['host', 'host', values.host],
+    ['upstream.url', 'upstream', values.upstream],
+    ['stream.maxBufferedBytes', 'max-buffered-bytes', num('max-buffered-bytes', values['max-buffered-bytes'])],
+    ['stream.stallTimeoutMs', 'stall-timeout-ms', num('stall-timeout-ms', values['stall-timeout-ms'])],
+    ['stream.overflow', 'overflow', values.overflow],
+    ['stream.relay', 'relay', values.relay],
+    ['stream.heartbeatMs', 'heartbeat-ms', num('heartbeat-ms', values['heartbeat-ms'])],
+    ['stream.kernelUnsentBytes', 'kernel-unsent-bytes', num('kernel-unsent-bytes', values['kernel-unsent-bytes'])],
+    ['upstream.kernelReceiveBytes', 'kernel-receive-bytes', num('kernel-receive-bytes', values['kernel-receive-bytes'])],
+    ['shutdown.graceMs', 'shutdown-grace-ms', num('shutdown-grace-ms', values['shutdown-grace-ms'])],
+    ['cors.origins', 'cors-origin', values['cors-origin']],
+    ['debug.streams', 'debug-streams', values['debug-streams'] ? true : undefined],
+    ['playground.enabled', 'playground', values.playground ? true : undefined],
+  ];
   const config = loadConfig({
     file: values.config ?? process.env.TIDEGATE_CONFIG,
     env: process.env,
-    overrides: {
-      port: num('port', values.port),
-      host: values.host,
-      'upstream.url': values.upstream,
-      'stream.maxBufferedBytes': num('max-buffered-bytes', values['max-buffered-bytes']),
-      'stream.stallTimeoutMs': num('stall-timeout-ms', values['stall-timeout-ms']),
-      'stream.overflow': values.overflow,
-      'stream.relay': values.relay,
-      'stream.heartbeatMs': num('heartbeat-ms', values['heartbeat-ms']),
-      'stream.kernelUnsentBytes': num('kernel-unsent-bytes', values['kernel-unsent-bytes']),
-      'upstream.kernelReceiveBytes': num('kernel-receive-bytes', values['kernel-receive-bytes']),
-      'shutdown.graceMs': num('shutdown-grace-ms', values['shutdown-grace-ms']),
-      'cors.origins': values['cors-origin'],
-      'debug.streams': values['debug-streams'] ? true : undefined,
-      'playground.enabled': values.playground ? true : undefined,
-    },
+    overrides: Object.fromEntries(flagged.map(([field, , value]) => [field, value])),
+    overrideOrigins: Object.fromEntries(flagged.flatMap(([field, flag, value]) => (value === undefined ? [] : [[field, flagOrigin(flag, value)]]))),
     extraRoutes,
   });
   const logger = createLogger();
@@ -107,6 +110,13 @@ async function main(): Promise<void> {
 const SIGNAL_REPEAT_WINDOW_MS = 1000;
 
 /** Parses the flags; an unknown or malformed flag is a {@link ConfigError} pointing at `--help`. */
+/** How a flag was given, for an error that names it: `--overflow drop`, `--debug-streams`. */
+function flagOrigin(flag: string, value: string | number | boolean | readonly string[]): string {
+  if (value === true) return `--${flag}`;
+  if (Array.isArray(value)) return value.map((v) => `--${flag} ${String(v)}`).join(' ');
+  return `--${flag} ${String(value)}`;
+}
+
 function parseFlags() {
   try {
     return parseArgs({

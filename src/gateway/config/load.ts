@@ -47,6 +47,8 @@ export interface LoadConfigOptions {
   env?: NodeJS.ProcessEnv | undefined;
   /** Dotted field → value (CLI flags), applied last. */
   overrides?: Readonly<Record<string, string | number | boolean | readonly string[] | undefined>> | undefined;
+  /** Dotted field → how its override was given (`--overflow drop`), named in an error on that field. */
+  overrideOrigins?: Readonly<Record<string, string>> | undefined;
   /** Routes appended to the configured (or default) ones, e.g. from `--passthrough`. */
   extraRoutes?: readonly Record<string, unknown>[] | undefined;
 }
@@ -72,7 +74,9 @@ export function loadConfig(options: LoadConfigOptions = {}): GatewayConfig {
   for (const [field, value] of Object.entries(options.overrides ?? {})) {
     if (value === undefined) continue;
     setField(raw, field, value);
-    delete origins[field];
+    const origin = options.overrideOrigins?.[field];
+    if (origin === undefined) delete origins[field];
+    else origins[field] = origin;
   }
   if (options.extraRoutes && options.extraRoutes.length > 0) {
     const base = Array.isArray(raw.routes) ? (raw.routes as unknown[]) : DEFAULT_ROUTES.map((r) => ({ path: r.path, provider: r.provider }));
