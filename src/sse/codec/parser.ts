@@ -41,8 +41,9 @@ function checkLimit(name: string, value: number | undefined, fallback: number): 
  * Limits: memory is bounded by `maxLineBytes` (pending line) plus `maxEventBytes` (data of the
  * event being built); exceeding either signals {@link SseLimitError} (`ERR_TIDEGATE_SSE_LIMIT`):
  * thrown from `feed()`, or passed to `onError` when given. The parser then stops until `reset()`.
- * Lines the spec ignores (unknown fields, comments nobody listens to, comments past the limit)
- * are skipped up to their line end without being held, so padding of any length is harmless.
+ * Lines the spec ignores (unknown fields, comments nobody listens to) are skipped up to their
+ * line end without being held, but their bytes count against `maxLineBytes` like any line's:
+ * an endless ignored line is a limit error, not a stream read until some timeout.
  *
  * @example
  * const parser = createSseParser({ onEvent: (e) => console.log(e.type, e.data) });
@@ -79,6 +80,8 @@ class SseParserImpl {
   private skipLF = false;
   /** The current line is ignored: its bytes up to the next line end are dropped unbuffered. */
   private skipping = false;
+  /** Bytes of the ignored line seen so far, checked against `maxLineBytes`. */
+  private skippedBytes = 0;
   /** Scratch copy of a held line's first bytes, to classify it across chunks. */
   private readonly head = Buffer.alloc(HEAD_BYTES);
   private failed = false;
@@ -144,15 +147,19 @@ class SseParserImpl {
       const end = lineEnd(buf, pos);
       if (end === -1) {
         if (!this.skipping) this.hold(buf, pos, n);
+        else {
+          this.skippedBytes += n - pos;
+          if (this.skippedBytes > this.maxLineBytes) this.fail(new SseLimitError('line', this.maxLineBytes));
+        }
+        return;
+      }
+      const length = (this.skipping ? this.skippedBytes : this.pendingLength) + (end - pos);
+      if (length > this.maxLineBytes) {
+        this.fail(new SseLimitError('line', this.maxLineBytes));
         return;
       }
       if (this.skipping) this.skipping = false;
-      else if (this.pendingLength + (end - pos) > this.maxLineBytes && !this.skippable(buf, pos, end, true)) {
-        this.fail(new SseLimitError('line', this.maxLineBytes));
-        return;
-      } else if (this.pendingLength + (end - pos) > this.maxLineBytes) {
-        this.dropPending();
-      } else {
+      else {
         this.appendPending(buf, pos, end);
         const line = this.pending as Buffer;
         const len = this.pendingLength;
@@ -214,8 +221,7 @@ class SseParserImpl {
       }
       const end = nextLF < nextCR ? nextLF : nextCR;
       if (end === n) return pos;
-      const tooLong = end - pos > maxLine;
-      if (tooLong && !this.skippable(buf, pos, end, true)) {
+      if (end - pos > maxLine) {
         this.fail(new SseLimitError('line', maxLine));
         return n;
       }
@@ -231,10 +237,8 @@ class SseParserImpl {
         }
         cend = nextLFc < nextCRc ? nextLFc : nextCRc;
       }
-      if (!tooLong) {
-        this.fields.line(buf, pos, end, text, cpos, cend, ascii);
-        if (this.epoch !== epoch) return n;
-      }
+      this.fields.line(buf, pos, end, text, cpos, cend, ascii);
+      if (this.epoch !== epoch) return n;
       pos = end + 1;
       cpos = cend + 1;
       if (end === nextCR) {
@@ -266,35 +270,35 @@ class SseParserImpl {
     this.bomMatched = 0;
     this.skipLF = false;
     this.skipping = false;
+    this.skippedBytes = 0;
     this.fields.reset();
     this.failed = false;
   }
 
   /**
-   * Holds `src[start, end)`, the start or continuation of a line not yet ended. While the
-   * line's first bytes are still being read, or once it outgrows `maxLineBytes`, it is
-   * classified: a line the parser would ignore is dropped and the rest of it skipped unbuffered;
-   * a used line past the limit fails the parser.
+   * Holds `src[start, end)`, the start or continuation of a line not yet ended. A line past
+   * `maxLineBytes` fails the parser, whatever its kind. While the line's first bytes are still
+   * being read it is classified: a line the parser would ignore is dropped and the rest of it
+   * skipped unbuffered (its bytes still counted).
    */
   private hold(src: Buffer, start: number, end: number): void {
     const length = this.pendingLength + (end - start);
-    if (this.pendingLength < HEAD_BYTES || length > this.maxLineBytes) {
-      if (this.skippable(src, start, end, false)) {
-        this.dropPending();
-        this.skipping = true;
-        return;
-      }
-      if (length > this.maxLineBytes) {
-        this.fail(new SseLimitError('line', this.maxLineBytes));
-        return;
-      }
+    if (length > this.maxLineBytes) {
+      this.fail(new SseLimitError('line', this.maxLineBytes));
+      return;
+    }
+    if (this.pendingLength < HEAD_BYTES && this.skippable(src, start, end, false)) {
+      this.dropPending();
+      this.skipping = true;
+      this.skippedBytes = length;
+      return;
     }
     this.appendPending(src, start, end);
   }
 
   /**
    * Whether the line made of the held bytes plus `src[start, end)` can be dropped: it is ignored
-   * by §9.2.6, unless it is a comment within `maxLineBytes` that `onComment` wants.
+   * by §9.2.6, unless it is a comment that `onComment` wants.
    */
   private skippable(src: Buffer, start: number, end: number, complete: boolean): boolean {
     const held = this.pendingLength;
@@ -312,7 +316,7 @@ class SseParserImpl {
       if (fromPending < length) src.copy(this.head, fromPending, start, start + (length - fromPending));
     }
     if (!isIgnoredLine(head, from, length, total, complete)) return false;
-    return head[from] !== COLON || this.onComment === undefined || total > this.maxLineBytes;
+    return head[from] !== COLON || this.onComment === undefined;
   }
 
   /** Forgets the held line bytes (releasing a grown buffer). */
