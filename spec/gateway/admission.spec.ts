@@ -216,6 +216,124 @@ describe('admission: gateway caps', () => {
   });
 });
 
+describe('admission: request bodies in progress', () => {
+  const chat = JSON.stringify({ model: 'sim-synthetic-1000', stream: true, messages: [{ role: 'user', content: 'hi' }] });
+
+  /** A POST on a raw socket whose body stops after its first byte; `finish()` sends the rest. */
+  function dribble(port: number, authorization: string): { finish(): void; reply: () => string; closed: Promise<void> } {
+    const socket = net.connect(port, '127.0.0.1');
+    sockets.push(socket);
+    let reply = '';
+    socket.setEncoding('utf8').on('data', (d: string) => (reply += d));
+    socket.on('error', () => undefined);
+    const closed = new Promise<void>((r) => socket.once('close', () => r()));
+    const head = `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: ${authorization}\r\nContent-Type: application/json\r\nx-sim-tokens-per-second: 4\r\nContent-Length: ${Buffer.byteLength(chat)}\r\n\r\n`;
+    socket.write(head + chat.slice(0, 1));
+    return { finish: () => socket.write(chat.slice(1)), reply: () => reply, closed };
+  }
+
+  /** Resolves once the gateway has received `n` request heads. */
+  function headsArrived(tgw: TestGateway, n: number): Promise<void> {
+    let seen = 0;
+    return new Promise((resolve) => {
+      const onRequest = (): void => {
+        if (++seen < n) return;
+        tgw.gateway.server.off('request', onRequest);
+        resolve();
+      };
+      tgw.gateway.server.on('request', onRequest);
+    });
+  }
+
+  async function held(port: number): Promise<{ gauge: number; debug: number; debugStreams: number }> {
+    const m = await refusals(port);
+    const debug = await request(port, 'GET', '/debug/streams', {}, undefined);
+    await debug.done;
+    const body = JSON.parse(debug.body()) as { activeStreams: number; streams: unknown[] };
+    return { gauge: m.get('tidegate_active_streams{route="/v1/chat/completions"}') ?? 0, debug: body.activeStreams, debugStreams: body.streams.length };
+  }
+
+  it('leaves maxStreams to other clients while two bodies dribble in, each under a made-up key', async () => {
+    tg = await startTestGateway({ config: { limits: { maxStreams: 2, maxStreamsPerClient: 0 }, debug: { streams: true } } });
+    const { port } = tg.gateway;
+    const arrived = headsArrived(tg, 2);
+    const uploads = [dribble(port, 'Bearer made-up-1'), dribble(port, 'Bearer made-up-2')];
+    await arrived;
+    expect(tg.gateway.app.gateway.admission.streams).toBe(0);
+    expect(await held(port)).toEqual({ gauge: 0, debug: 0, debugStreams: 0 });
+
+    const third = await post(port, '/v1/chat/completions', { authorization: 'Bearer legit' });
+    expect(third.status).toBe(200);
+    await until(() => third.body().includes('data:'));
+    expect(tg.gateway.app.gateway.admission.streams).toBe(1);
+    expect(await held(port)).toEqual({ gauge: 1, debug: 1, debugStreams: 1 });
+    for (const u of uploads) u.finish();
+    await until(() => uploads.every((u) => /^HTTP\/1\.1 \d{3} /.test(u.reply())));
+    // One upload takes the last slot once its body is in; the other loses it then.
+    const statuses = uploads.map((u) => Number(u.reply().slice(9, 12))).sort();
+    expect(statuses).toEqual([200, 503]);
+  });
+
+  it('answers 503 ERR_TIDEGATE_OVER_CAPACITY to a body that arrives once maxStreams is held', async () => {
+    tg = await startTestGateway({ config: { limits: { maxStreams: 1, maxStreamsPerClient: 0 }, debug: { streams: true } } });
+    const { port } = tg.gateway;
+    const arrived = headsArrived(tg, 1);
+    const upload = dribble(port, 'Bearer made-up');
+    await arrived;
+    const stream = await post(port, '/v1/chat/completions', { authorization: 'Bearer legit' });
+    expect(stream.status).toBe(200);
+    upload.finish();
+    await upload.closed;
+    const reply = upload.reply();
+    expect(reply).toMatch(/^HTTP\/1\.1 503 /);
+    expect(reply).toMatch(/\r\nRetry-After: 1\r\n/i);
+    expect(reply).toMatch(/\r\nConnection: close\r\n/i);
+    expect(JSON.parse(reply.slice(reply.indexOf('\r\n\r\n') + 4)).error).toMatchObject({ type: 'tidegate_error', code: 'ERR_TIDEGATE_OVER_CAPACITY' });
+    expect(tg.gateway.app.gateway.admission.streams).toBe(1);
+    expect(await held(port)).toEqual({ gauge: 1, debug: 1, debugStreams: 1 });
+    expect((await refusals(port)).get('tidegate_admission_refusals_total{reason="streams"}')).toBe(1);
+  });
+
+  it('answers 429 ERR_TIDEGATE_CLIENT_LIMIT to a body that arrives once its client holds maxStreamsPerClient', async () => {
+    tg = await startTestGateway({ config: { limits: { maxStreamsPerClient: 1 } } });
+    const { port } = tg.gateway;
+    const arrived = headsArrived(tg, 1);
+    const upload = dribble(port, 'Bearer key-a');
+    await arrived;
+    const stream = await post(port, '/v1/chat/completions', { authorization: 'Bearer key-a' });
+    expect(stream.status).toBe(200);
+    upload.finish();
+    await upload.closed;
+    const reply = upload.reply();
+    expect(reply).toMatch(/^HTTP\/1\.1 429 /);
+    expect(JSON.parse(reply.slice(reply.indexOf('\r\n\r\n') + 4)).error).toMatchObject({ code: 'ERR_TIDEGATE_CLIENT_LIMIT' });
+    expect(tg.gateway.app.gateway.admission.streams).toBe(1);
+  });
+
+  it('refuses a request over capacity before reading its body', async () => {
+    tg = await startTestGateway({ config: { limits: { maxStreams: 1, maxStreamsPerClient: 0 } } });
+    const { port } = tg.gateway;
+    expect((await post(port, '/v1/chat/completions', { authorization: 'Bearer a' })).status).toBe(200);
+    const upload = dribble(port, 'Bearer b');
+    await until(() => /^HTTP\/1\.1 503 /.test(upload.reply()));
+    expect(upload.reply()).toContain('ERR_TIDEGATE_OVER_CAPACITY');
+  });
+
+  it('refuses an Expect: 100-continue request over capacity without inviting its upload', async () => {
+    tg = await startTestGateway({ config: { limits: { maxStreams: 1, maxStreamsPerClient: 0 } } });
+    const { port } = tg.gateway;
+    expect((await post(port, '/v1/chat/completions', { authorization: 'Bearer a' })).status).toBe(200);
+    const socket = net.connect(port, '127.0.0.1');
+    sockets.push(socket);
+    let reply = '';
+    socket.setEncoding('utf8').on('data', (d: string) => (reply += d));
+    socket.write(`POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: ${Buffer.byteLength(chat)}\r\n\r\n`);
+    await until(() => reply.includes('ERR_TIDEGATE_OVER_CAPACITY'));
+    expect(reply).toMatch(/^HTTP\/1\.1 503 /);
+    expect(reply).not.toContain('100 Continue');
+  });
+});
+
 describe('admission: without a per-client limit', () => {
   /** A request whose socket fails the test if its peer address is read. */
   const unreadRequest = (headers: http.IncomingHttpHeaders = {}): http.IncomingMessage => {

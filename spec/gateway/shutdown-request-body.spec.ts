@@ -30,6 +30,7 @@ describe('a request body still arriving at shutdown', () => {
     ['/v1/chat/completions', {}, { error: { code: 'ERR_TIDEGATE_SHUTDOWN', type: 'tidegate_error' } }],
     ['/v1/messages', { 'anthropic-version': '2023-06-01' }, { type: 'error', error: { type: 'overloaded_error' } }],
   ])('%s gets 503 in its protocol and one log line', async (path, headers, shape) => {
+    const arrived = new Promise<void>((r) => gw.server.once('request', () => r()));
     const socket = net.connect(gw.port, '127.0.0.1');
     let answer = '';
     socket.setEncoding('utf8');
@@ -38,7 +39,9 @@ describe('a request body still arriving at shutdown', () => {
     const extra = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
     // Half of a 200-byte body: the gateway is reading it when the drain starts.
     socket.write(`POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 200\r\n${extra}\r\n{"model":"sim","stream":true,`);
-    await waitFor(() => gw.app.gateway.admission.streams === 1);
+    await arrived;
+    // The upload holds no stream slot.
+    expect(gw.app.gateway.admission.streams).toBe(0);
     const stopped = gw.shutdown(2000);
     await waitFor(() => answer.includes('\r\n\r\n') && answer.trimEnd().endsWith('}'));
     const [head, body] = answer.split('\r\n\r\n');

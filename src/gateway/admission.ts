@@ -108,6 +108,12 @@ export interface Admission {
   /** `undefined` when the request's connection is within `maxConnections`, else the 503 to answer. */
   checkConnection(req: IncomingMessage): AdmissionError | undefined;
   /**
+   * The refusal {@link admitStream} would answer now, taking no slot: `undefined` when a slot is
+   * free for the request's client. Checked before a body is read, so that a request over capacity
+   * costs no body bytes; the slot itself is taken once the body is in.
+   */
+  checkStream(req: IncomingMessage): AdmissionError | undefined;
+  /**
    * Takes a stream slot for the request's client: a release function, or the refusal (503 when
    * the gateway holds `maxStreams`, 429 when this client holds `maxStreamsPerClient`).
    */
@@ -134,8 +140,9 @@ export const CLOSE_LINGER_BYTES = 4 * 1024 * 1024;
  * client's protocol with `Retry-After`. A client is keyed by {@link clientKeyOf}, only while
  * `maxStreamsPerClient` is on.
  *
- * The counts live in this object: one per gateway app. A slot is held from admission (before
- * the body is read) until the stream's release, so bodies in flight count too.
+ * The counts live in this object: one per gateway app. A slot is held from admission (after
+ * the request's body is read) until the stream's release; an upload in progress holds none, and
+ * is bounded by `maxConnections`, the body limits and `requestBodyTimeoutMs` instead.
  *
  * Without `logger`, refusals are counted but not logged.
  *
@@ -152,6 +159,12 @@ export function createAdmission(limits: AdmissionLimits, metrics: GatewayMetrics
   const perClient = new Map<string, number>();
   const overCap = new WeakSet<Socket>();
   const retryAfter = limits.retryAfterSeconds;
+  const overStreams = (): AdmissionError | undefined =>
+    limits.maxStreams > 0 && streams >= limits.maxStreams ? new AdmissionError('ERR_TIDEGATE_OVER_CAPACITY', `the gateway holds its ${limits.maxStreams} streams; retry later`, 503, 'streams', retryAfter) : undefined;
+  const overClient = (key: string): AdmissionError | undefined =>
+    (perClient.get(key) ?? 0) >= limits.maxStreamsPerClient
+      ? new AdmissionError('ERR_TIDEGATE_CLIENT_LIMIT', `this client holds its limit of ${limits.maxStreamsPerClient} concurrent stream${limits.maxStreamsPerClient === 1 ? '' : 's'}; retry when one ends`, 429, 'client_streams', retryAfter)
+      : undefined;
 
   return {
     get connections() {
@@ -169,10 +182,14 @@ export function createAdmission(limits: AdmissionLimits, metrics: GatewayMetrics
       if (!overCap.has(req.socket)) return undefined;
       return new AdmissionError('ERR_TIDEGATE_OVER_CAPACITY', `the gateway holds its ${limits.maxConnections} connections; retry later`, 503, 'connections', retryAfter);
     },
+    checkStream(req) {
+      const over = overStreams();
+      if (over !== undefined || !(limits.maxStreamsPerClient > 0)) return over;
+      return overClient(clientKeyOf(req, limits.clientAddressHeader));
+    },
     admitStream(req) {
-      if (limits.maxStreams > 0 && streams >= limits.maxStreams) {
-        return new AdmissionError('ERR_TIDEGATE_OVER_CAPACITY', `the gateway holds its ${limits.maxStreams} streams; retry later`, 503, 'streams', retryAfter);
-      }
+      const over = overStreams();
+      if (over !== undefined) return over;
       // Without a per-client limit no client is keyed: its peer address costs a getpeername()
       // syscall, a credential a SHA-256.
       if (!(limits.maxStreamsPerClient > 0)) {
@@ -185,10 +202,9 @@ export function createAdmission(limits: AdmissionLimits, metrics: GatewayMetrics
         };
       }
       const key = clientKeyOf(req, limits.clientAddressHeader);
+      const overKey = overClient(key);
+      if (overKey !== undefined) return overKey;
       const held = perClient.get(key) ?? 0;
-      if (held >= limits.maxStreamsPerClient) {
-        return new AdmissionError('ERR_TIDEGATE_CLIENT_LIMIT', `this client holds its limit of ${limits.maxStreamsPerClient} concurrent stream${limits.maxStreamsPerClient === 1 ? '' : 's'}; retry when one ends`, 429, 'client_streams', retryAfter);
-      }
       streams++;
       perClient.set(key, held + 1);
       let released = false;

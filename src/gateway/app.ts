@@ -246,7 +246,15 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
   for (const route of routes) {
     if (route.url === undefined) throw new Error(`route ${route.path}: no upstream URL (set upstream.url or the route's url)`);
     const adapter = adapterOf.get(route.path) as ProviderAdapter;
-    // Before the body is read: a refused client costs no body bytes, and a body in flight holds its slot.
+    // Before the body is read, taking no slot: a client over capacity costs no body bytes (nor,
+    // with `Expect: 100-continue`, an upload), and an upload in progress holds no stream slot.
+    const checkCapacity = (req: Request, res: Response, next: NextFunction): void => {
+      if (!ready) return refuseDraining(req, res, adapter, route.path);
+      const over = admission.checkStream(req);
+      if (over !== undefined) return admission.refuse(req, res, adapter, over);
+      next();
+    };
+    // Once there is nothing left to read: a request that lost its slot meanwhile gets the same refusal.
     const admit = (req: Request, res: Response, next: NextFunction): void => {
       if (!ready) return refuseDraining(req, res, adapter, route.path);
       const release = admission.admitStream(req);
@@ -338,7 +346,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
     const head = route.provider === 'passthrough' ? refuseHead(route.methods, () => adapter) : undefined;
     served(route.methods, route.path, route.provider, headWithGet(route));
     for (const method of route.methods) {
-      if (method === 'POST') app.post(route.path, admit, readBody, handler);
+      if (method === 'POST') app.post(route.path, checkCapacity, readBody, admit, handler);
       else if (head !== undefined) app.head(route.path, head).get(route.path, admit, handler);
       else app.get(route.path, admit, handler);
     }
