@@ -1,5 +1,6 @@
 import { fromIterable } from '../../../src/flow/sources/iterable';
 import { MemoryResumeStore } from '../../../src/gateway/resume/memory-store';
+import type { ReplayStream } from '../../../src/gateway/resume/replay-stream';
 import { DEFAULT_RESUME, type ResumeSettings } from '../../../src/gateway/resume/settings';
 import type { SseEventInit } from '../../../src/sse';
 
@@ -34,5 +35,104 @@ describe('MemoryResumeStore', () => {
     await new Promise((r) => setTimeout(r, 120));
     expect(await store.find(id(4))).toBeUndefined();
     expect(store.logBytes()).toBe(0);
+  });
+});
+
+/** An endless source of ~1 KiB events, counting what was requested of it. */
+function endless(tag: string): { flow: ReturnType<typeof fromIterable<SseEventInit>>; produced: () => number } {
+  let n = 0;
+  function* gen(): Generator<SseEventInit> {
+    for (;;) yield { data: `${tag}-${n++}`.padEnd(1000, '.') };
+  }
+  return { flow: fromIterable<SseEventInit>(gen()), produced: () => n };
+}
+
+/** Takes the stream's first event, then leaves: the stream is detached. */
+function takeOneAndLeave(stream: ReplayStream): void {
+  const sub = stream.reader(0).subscribeWithDemand({ next: () => sub.cancel() });
+  sub.request(1);
+}
+
+/** Reads up to `n` events after `after`; resolves with them and the error, if one ended it. */
+function readSome(stream: ReplayStream, after: number, n: number): Promise<{ texts: string[]; error: unknown }> {
+  return new Promise((resolve) => {
+    const texts: string[] = [];
+    const sub = stream.reader(after).subscribeWithDemand({
+      next: (b) => {
+        texts.push(b.toString());
+        if (texts.length === n) {
+          sub.cancel();
+          resolve({ texts, error: undefined });
+        }
+      },
+      error: (error) => resolve({ texts, error }),
+      complete: () => resolve({ texts, error: undefined }),
+    });
+    sub.request(n);
+  });
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+describe('MemoryResumeStore: maxBytes with running streams', () => {
+  const settings = (windowBytes: number): ResumeSettings => ({ ...DEFAULT_RESUME, windowBytes, lingerMs: 60_000 });
+
+  it('keeps many detached streams under maxBytes: their read-ahead pauses their upstreams', async () => {
+    const maxBytes = 64 * 1024;
+    const store = new MemoryResumeStore({ maxBytes });
+    const sources = [];
+    let highest = 0;
+    for (let k = 0; k < 20; k++) {
+      const src = endless(`s${k}`);
+      sources.push(src);
+      takeOneAndLeave(store.open(src.flow, { streamId: `s${k}x`.padEnd(32, '0'), routePath: '/r', credentialHash: '', settings: settings(16 * 1024) }));
+      highest = Math.max(highest, store.logBytes());
+    }
+    for (let i = 0; i < 20; i++) {
+      await sleep(10);
+      highest = Math.max(highest, store.logBytes());
+    }
+    expect(store.detachedStreams()).toBe(20);
+    expect(highest).toBeLessThanOrEqual(maxBytes);
+    // Without the cap each would read 16 KiB ahead (~17 events): 340 events in all.
+    expect(sources.reduce((n, s) => n + s.produced(), 0)).toBeLessThan(100);
+    store.cancelDetached();
+    await store.close();
+  });
+
+  it('serves a resumer of a paused detached stream its events in order, then lets it read on', async () => {
+    const maxBytes = 32 * 1024;
+    const store = new MemoryResumeStore({ maxBytes });
+    const streams: ReplayStream[] = [];
+    for (let k = 0; k < 8; k++) {
+      const stream = store.open(endless(`p${k}`).flow, { streamId: `p${k}x`.padEnd(32, '0'), routePath: '/r', credentialHash: '', settings: settings(16 * 1024) });
+      streams.push(stream);
+      takeOneAndLeave(stream);
+    }
+    await sleep(50);
+    expect(store.logBytes()).toBeLessThanOrEqual(maxBytes);
+    const { texts, error } = await readSome(streams[7], 1, 40);
+    expect(error).toBeUndefined();
+    expect(texts).toHaveLength(40);
+    texts.forEach((t, i) => expect(t).toContain(`data: p7-${i + 1}.`));
+    expect(store.logBytes()).toBeLessThanOrEqual(maxBytes);
+    store.cancelDetached();
+    await store.close();
+  });
+
+  it('ends a stream whose event cannot fit with ERR_TIDEGATE_RESUME_STORE_FULL, which a resume replays after its logged events', async () => {
+    const store = new MemoryResumeStore({ maxBytes: 8 * 1024 });
+    const sizes = [100, 100, 100, 20_000];
+    const events = fromIterable<SseEventInit>(sizes.map((n, i) => ({ data: `${i}`.padEnd(n, '.') })));
+    const stream = store.open(events, { streamId: 'f'.repeat(32), routePath: '/r', credentialHash: '', settings: settings(64 * 1024) });
+    const first = await readSome(stream, 0, 10);
+    expect(first.error).toMatchObject({ code: 'ERR_TIDEGATE_RESUME_STORE_FULL', status: 503 });
+    expect(first.texts).toHaveLength(3);
+    expect(store.logBytes()).toBeLessThanOrEqual(8 * 1024);
+    const again = await readSome(stream, 1, 10);
+    expect(again.texts).toEqual(first.texts.slice(1));
+    expect(again.error).toMatchObject({ code: 'ERR_TIDEGATE_RESUME_STORE_FULL' });
+    store.cancelDetached();
+    await store.close();
   });
 });

@@ -59,6 +59,20 @@ export class UpstreamLostError extends TidegateError {
 }
 
 /**
+ * A resumable stream's next event did not fit in `resumeStore.maxMemoryBytes`, even after the
+ * store dropped finished logs and the history of running ones (`ERR_TIDEGATE_RESUME_STORE_FULL`,
+ * HTTP 503 before headers). The stream ends with it, its log kept: a resume gets the events
+ * logged before it, then this error.
+ */
+export class ResumeStoreFullError extends TidegateError {
+  readonly status = 503;
+
+  constructor(maxBytes: number) {
+    super('ERR_TIDEGATE_RESUME_STORE_FULL', `the resume store is full (resumeStore.maxMemoryBytes ${maxBytes}); the stream was ended`);
+  }
+}
+
+/**
  * A Responses retrieve without `stream=true` for a response still streaming
  * (`ERR_TIDEGATE_RESPONSE_IN_PROGRESS`, HTTP 409): the final response object is not known yet;
  * retrieve it with `stream=true` to follow it.

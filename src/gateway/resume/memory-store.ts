@@ -1,10 +1,23 @@
 import type { Flow } from '../../flow/flow';
 import type { BridgeElement } from '../../express/send-flow';
+import { ResumeStoreFullError } from './errors';
 import { ReplayStream, type ReplayStreamOptions } from './replay-stream';
 import { ALIAS_SCAN_EVENTS, type DetachedStreamSnapshot, type LogSnapshot, type OpenOptions, type ResumeStore, type StoredStream, type StreamMeta } from './store';
 
 /** Longest alias kept (a provider's response id is far shorter). */
 const MAX_ALIAS_CHARS = 256;
+/** How often streams waiting for room ask again, ms (a reader taking events frees history without a drop). */
+const ROOM_RETRY_MS = 50;
+/**
+ * Room set aside for a requested event: twice the stream's last event, at least this. Events
+ * vary in size; an event larger than its room can still fit in the room no one set aside.
+ */
+const MIN_RESERVE_BYTES = 4096;
+/**
+ * Share of `maxBytes` streams with no reader may fill with read-ahead: the rest stays for the
+ * streams clients read now, so detached streams cannot starve them.
+ */
+const DETACHED_SHARE = 0.5;
 
 /** One stream held by the {@link MemoryResumeStore}. */
 interface Held {
@@ -12,6 +25,8 @@ interface Held {
   readonly stream: ReplayStream;
   /** Bytes of its log counted in the store's total. */
   counted: number;
+  /** Bytes set aside for the event it requested (its last event's size), until that event arrives. */
+  reserved: number;
   /** `performance.now()` when it ended (`undefined` while it runs). */
   endedAt?: number | undefined;
   expiry?: NodeJS.Timeout | undefined;
@@ -21,7 +36,11 @@ interface Held {
 
 /** Options of a {@link MemoryResumeStore}. */
 export interface MemoryStoreOptions {
-  /** Bytes every log together may hold; past it, finished streams' logs are dropped, oldest first. */
+  /**
+   * Bytes every log together may hold, never exceeded: to fit an event, finished streams' logs
+   * are dropped oldest first, then running streams' history; a stream whose next event would not
+   * fit requests nothing upstream until there is room.
+   */
   maxBytes: number;
   /** Extra hooks for each stream opened (a shared store mirrors its events). */
   hooks?: ((meta: StreamMeta) => Pick<ReplayStreamOptions, 'onAppend' | 'onEnd'> & { onAlias?: ((alias: string) => void) | undefined }) | undefined;
@@ -32,9 +51,14 @@ export interface MemoryStoreOptions {
  * stream is kept while it runs and for `retentionMs` after it ended; one cancelled (no reader
  * came back within `lingerMs`) is dropped at once.
  *
- * Bounded: each log by its `windowBytes`; all together by `maxBytes`: when an append takes the
- * total past it, finished streams are dropped oldest first (running streams keep their logs,
- * which `windowBytes` and the gateway's stream cap bound).
+ * Bounded: each log by its `windowBytes`; all together by `maxBytes`, which the total never
+ * exceeds. Demand: a stream asks the store before each request upstream; with no room it requests
+ * nothing (its upstream pauses, TCP pushes back) and asks again as logs are dropped or every
+ * {@link ROOM_RETRY_MS}. Room is made, in order, by dropping finished logs (oldest first), then the
+ * history of running streams read now, then that of detached ones (a resume from before the
+ * oldest kept event then gets 410). Discard: an event that arrives and still does not fit (it
+ * was larger than the one before, or others took the room) is dropped and its stream ends with
+ * {@link ResumeStoreFullError}, its log kept, so a resume replays what was logged, then the error.
  */
 export class MemoryResumeStore implements ResumeStore {
   readonly kind = 'memory' as const;
@@ -42,6 +66,11 @@ export class MemoryResumeStore implements ResumeStore {
   /** Alias → stream id. */
   private readonly aliases = new Map<string, string>();
   private bytes = 0;
+  /** Bytes set aside for requested events (see {@link Held.reserved}). */
+  private reserved = 0;
+  /** Streams that found no room, asked again by {@link wake}. */
+  private readonly waiting = new Set<string>();
+  private wakeTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: MemoryStoreOptions) {}
 
@@ -52,6 +81,9 @@ export class MemoryResumeStore implements ResumeStore {
       windowBytes: meta.settings.windowBytes,
       lingerMs: meta.settings.lingerMs,
       isKeepAlive: options.isKeepAlive,
+      hasRoom: (nextBytes) => this.hasRoom(meta.streamId, nextBytes),
+      admit: (bytes) => this.admit(meta.streamId, bytes),
+      storeFull: () => new ResumeStoreFullError(this.options.maxBytes),
       onAppend: (seq, bytes, firstSeq) => {
         this.recount(meta.streamId);
         hooks?.onAppend?.(seq, bytes, firstSeq);
@@ -69,12 +101,14 @@ export class MemoryResumeStore implements ResumeStore {
         if (terminal.kind === 'cancelled') return this.drop(meta.streamId);
         const h = this.held.get(meta.streamId);
         if (h === undefined) return;
+        this.unreserve(h);
+        this.waiting.delete(meta.streamId);
         h.endedAt = performance.now();
         h.expiry = setTimeout(() => this.drop(meta.streamId), meta.settings.retentionMs);
         h.expiry.unref();
       },
     });
-    this.held.set(meta.streamId, { meta, stream, counted: 0 });
+    this.held.set(meta.streamId, { meta, stream, counted: 0, reserved: 0 });
     return stream;
   }
 
@@ -119,30 +153,98 @@ export class MemoryResumeStore implements ResumeStore {
 
   async close(): Promise<void> {
     for (const id of [...this.held.keys()]) this.drop(id);
+    if (this.wakeTimer !== undefined) clearTimeout(this.wakeTimer);
+    this.wakeTimer = undefined;
+    this.waiting.clear();
   }
 
-  /** Counts a log's new size, then drops finished logs, oldest first, while over the cap. */
+  /** Counts a log's new size. */
   private recount(streamId: string): void {
     const h = this.held.get(streamId);
     if (h === undefined) return;
     this.bytes += h.stream.window.bytes - h.counted;
     h.counted = h.stream.window.bytes;
-    if (this.bytes <= this.options.maxBytes) return;
+  }
+
+  /** Before a request upstream: room for an event of about `nextBytes` besides the ones already set aside; sets it aside. */
+  private hasRoom(streamId: string, nextBytes: number): boolean {
+    const h = this.held.get(streamId);
+    if (h === undefined) return true;
+    this.unreserve(h);
+    const limit = h.stream.detached ? Math.floor(this.options.maxBytes * DETACHED_SHARE) : this.options.maxBytes;
+    const need = Math.min(Math.max(2 * nextBytes, MIN_RESERVE_BYTES), Math.max(1, Math.floor(limit / 8)));
+    // Read-ahead of a detached stream never costs another stream its history.
+    if (!this.makeRoom(this.reserved + need, limit, !h.stream.detached)) {
+      this.waiting.add(streamId);
+      this.wakeLater(ROOM_RETRY_MS);
+      return false;
+    }
+    h.reserved = need;
+    this.reserved += need;
+    return true;
+  }
+
+  /** An event of `bytes` arrived for `streamId`: whether it fits (its set-aside room is its own). */
+  private admit(streamId: string, bytes: number): boolean {
+    const h = this.held.get(streamId);
+    if (h !== undefined) this.unreserve(h);
+    return this.makeRoom(bytes, this.options.maxBytes, true);
+  }
+
+  private unreserve(h: Held): void {
+    this.reserved -= h.reserved;
+    h.reserved = 0;
+  }
+
+  /**
+   * Frees logs until `needed` more bytes fit under `max`: finished logs oldest first, then, with
+   * `shed`, the history of streams someone reads, then of detached ones (their clients may come
+   * back for it).
+   */
+  private makeRoom(needed: number, max: number, shed: boolean): boolean {
+    if (needed > max) return false;
+    if (this.bytes + needed <= max) return true;
     const finished = [...this.held.values()].filter((h) => h.endedAt !== undefined).sort((a, b) => (a.endedAt as number) - (b.endedAt as number));
     for (const h of finished) {
-      if (this.bytes <= this.options.maxBytes) break;
+      if (this.bytes + needed <= max) return true;
       this.drop(h.meta.streamId);
     }
+    if (!shed) return false;
+    for (const detached of [false, true]) {
+      for (const h of this.held.values()) {
+        if (this.bytes + needed <= max) return true;
+        if (h.endedAt !== undefined || h.stream.detached !== detached) continue;
+        if (h.stream.shedHistory() > 0) this.recount(h.meta.streamId);
+      }
+    }
+    return this.bytes + needed <= max;
+  }
+
+  /** Asks the streams waiting for room again, after `delayMs`. */
+  private wakeLater(delayMs: number): void {
+    if (this.wakeTimer !== undefined || this.waiting.size === 0) return;
+    this.wakeTimer = setTimeout(() => this.wake(), delayMs);
+    this.wakeTimer.unref();
+  }
+
+  private wake(): void {
+    this.wakeTimer = undefined;
+    const ids = [...this.waiting];
+    this.waiting.clear();
+    for (const id of ids) this.held.get(id)?.stream.poke();
   }
 
   private drop(streamId: string): void {
     const h = this.held.get(streamId);
     if (h === undefined) return;
     this.held.delete(streamId);
+    this.waiting.delete(streamId);
+    this.unreserve(h);
     if (h.alias !== undefined && this.aliases.get(h.alias) === streamId) this.aliases.delete(h.alias);
     if (h.expiry !== undefined) clearTimeout(h.expiry);
     this.bytes -= h.counted;
     h.stream.release();
+    if (h.counted > 0) this.wakeLater(0);
   }
 }
 

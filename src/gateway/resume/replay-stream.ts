@@ -39,6 +39,19 @@ export interface ReplayStreamOptions {
   onEnd?: ((terminal: ReplayTerminal) => void) | undefined;
   /** Called when the count of attached readers changes. */
   onReaders?: ((attached: number) => void) | undefined;
+  /**
+   * Asked before each request upstream, with the size of the last event logged (an estimate of
+   * the next): `false` means the shared store has no room, and nothing is requested until
+   * {@link ReplayStream.poke}. Absent: always room.
+   */
+  hasRoom?: ((nextBytes: number) => boolean) | undefined;
+  /**
+   * Asked with each arriving event's size before it is logged: `false` means it cannot fit, and
+   * the stream ends with `storeFull()` (the event is dropped, the log kept). Absent: it fits.
+   */
+  admit?: ((bytes: number) => boolean) | undefined;
+  /** The error a stream ends with when {@link admit} refused an event. */
+  storeFull?: (() => unknown) | undefined;
 }
 
 /**
@@ -58,6 +71,7 @@ export interface ReplayStreamOptions {
  * the producer runs ahead. With no attached reader (detached), one event at a time while the
  * bytes after the last event any reader took stay under `windowBytes`, then none (the upstream
  * is paused and TCP pushes back on the model); and after `lingerMs` without a reader, `cancel()`.
+ * In every state, nothing while the shared store has no room ({@link ReplayStreamOptions.hasRoom}).
  * A keep-alive takes a unit of demand from each reader it is handed to; those nobody takes count
  * as read-ahead bytes (see {@link ReplayStreamOptions.isKeepAlive}).
  *
@@ -91,6 +105,8 @@ export class ReplayStream implements Subscriber<BridgeElement> {
   private keepAliveBytes = 0;
   /** The last seq a reader on another instance has (shared store), `undefined` when none follows. */
   private remote: number | undefined;
+  /** Bytes of the last event logged: the room asked for the next one. */
+  private lastEventBytes = 0;
 
   constructor(
     private readonly source: Flow<BridgeElement>,
@@ -206,6 +222,21 @@ export class ReplayStream implements Subscriber<BridgeElement> {
     this.window.clear();
   }
 
+  /**
+   * Drops the whole history (the events every reader already took), keeping the events some
+   * reader still needs; the store's last resort before a log cannot grow. Returns the bytes freed.
+   */
+  shedHistory(): number {
+    const before = this.window.bytes;
+    if (this.terminal === undefined) this.window.trim(0, this.floor());
+    return before - this.window.bytes;
+  }
+
+  /** Asks again what to request upstream (the store has room again). */
+  poke(): void {
+    this.pull();
+  }
+
   // ---- upstream side ------------------------------------------------------------------
 
   onSubscribe(s: Subscription): void {
@@ -228,6 +259,8 @@ export class ReplayStream implements Subscriber<BridgeElement> {
       // encodeSse refuses an event field with CR or LF (injection): the stream ends with it.
       return this.abort(err);
     }
+    if (this.options.admit !== undefined && !this.options.admit(bytes.length)) return this.abort(this.options.storeFull?.());
+    this.lastEventBytes = bytes.length;
     this.window.append(bytes);
     this.window.trim(this.options.windowBytes, this.floor());
     this.options.onAppend?.(seq, bytes, this.window.firstSeq);
@@ -328,6 +361,7 @@ export class ReplayStream implements Subscriber<BridgeElement> {
         if (this.terminal !== undefined || this.upstream === undefined) return;
         const n = this.wanted();
         if (n <= 0) continue;
+        if (this.options.hasRoom !== undefined && !this.options.hasRoom(this.lastEventBytes)) continue;
         this.inflight = addDemand(this.inflight, n);
         this.upstream.request(n);
       } while (this.pullAgain);
