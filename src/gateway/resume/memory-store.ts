@@ -227,11 +227,27 @@ export class MemoryResumeStore implements ResumeStore {
     this.wakeTimer.unref();
   }
 
+  /**
+   * Asks the waiting streams again, oldest wait first. Once one finds no room, the others of its
+   * kind (detached or read, asking against the same limit) stay waiting for the next round: a
+   * full store costs a round two failed asks, not one per waiting stream.
+   */
   private wake(): void {
     this.wakeTimer = undefined;
-    const ids = [...this.waiting];
-    this.waiting.clear();
-    for (const id of ids) this.held.get(id)?.stream.poke();
+    const full = { detached: false, read: false };
+    for (const id of [...this.waiting]) {
+      const stream = this.held.get(id)?.stream;
+      if (stream === undefined) {
+        this.waiting.delete(id);
+        continue;
+      }
+      const kind = stream.detached ? 'detached' : 'read';
+      if (full[kind]) continue;
+      this.waiting.delete(id);
+      stream.poke();
+      if (this.waiting.has(id)) full[kind] = true;
+    }
+    this.wakeLater(ROOM_RETRY_MS);
   }
 
   private drop(streamId: string): void {
