@@ -3,6 +3,7 @@ import { fromAsyncIterable } from '../../../src/flow/sources/readable-stream';
 import type { Subscription } from '../../../src/flow/types';
 import { createLogger } from '../../../src/gateway/logger';
 import { RedisResumeStore } from '../../../src/gateway/resume/redis-store';
+import type { ReplayStream } from '../../../src/gateway/resume/replay-stream';
 import { DEFAULT_RESUME } from '../../../src/gateway/resume/settings';
 import type { SseEventInit } from '../../../src/sse';
 import { redisAvailable, startRedis, type RedisProcess } from '../../harness/redis';
@@ -10,6 +11,25 @@ import { until } from './helpers';
 
 // Several readers of one stream on instances that do not produce it, on a real redis-server:
 // the slowest of them bounds how far the producer reads ahead (windowBytes), not the last to report.
+
+/** A client that reads the stream's first event and leaves (the stream is then detached). */
+function readOneAndLeave(stream: ReplayStream): Promise<void> {
+  return new Promise<void>((resolve) => {
+    let sub!: Subscription;
+    stream.reader(0).subscribeWith({
+      onSubscribe: (s) => {
+        sub = s;
+        s.request(1);
+      },
+      onNext: () => {
+        sub.cancel();
+        resolve();
+      },
+      onError: () => resolve(),
+      onComplete: () => resolve(),
+    });
+  });
+}
 
 const run = redisAvailable() ? describe : describe.skip;
 
@@ -68,21 +88,7 @@ run('RedisResumeStore: several followers on other instances', () => {
     const events = fromIterable<SseEventInit>(Array.from({ length: EVENTS }, (_, i) => ({ data: `event ${i}`.padEnd(80, '.') })));
     const stream = producerStore.open(events, { streamId, routePath: '/r', credentialHash: '', settings: { ...DEFAULT_RESUME, store: 'redis', windowBytes: WINDOW, lingerMs: 5000 } });
     // The first client reads one event and leaves: the stream is detached, read ahead within the window.
-    await new Promise<void>((resolve) => {
-      let sub!: Subscription;
-      stream.reader(0).subscribeWith({
-        onSubscribe: (s) => {
-          sub = s;
-          s.request(1);
-        },
-        onNext: () => {
-          sub.cancel();
-          resolve();
-        },
-        onError: () => resolve(),
-        onComplete: () => resolve(),
-      });
-    });
+    await readOneAndLeave(stream);
     await until(() => stream.window.lastSeq > 1, 5000, 'read-ahead');
     const eventBytes = stream.window.bytesAfter(stream.window.lastSeq - 1);
 
@@ -119,21 +125,7 @@ run('RedisResumeStore: several followers on other instances', () => {
     const settings = { ...DEFAULT_RESUME, store: 'redis' as const, windowBytes: 1024, lingerMs: 5000 };
     const stream = producerStore.open(fromAsyncIterable(upstream()), { streamId, routePath: '/r', credentialHash: '', settings }, { isKeepAlive: (e) => e.event === 'ping' });
     // The first client reads the first event and leaves; a follower on another instance takes over.
-    await new Promise<void>((resolve) => {
-      let sub!: Subscription;
-      stream.reader(0).subscribeWith({
-        onSubscribe: (s) => {
-          sub = s;
-          s.request(1);
-        },
-        onNext: () => {
-          sub.cancel();
-          resolve();
-        },
-        onError: () => resolve(),
-        onComplete: () => resolve(),
-      });
-    });
+    await readOneAndLeave(stream);
     const follower = await follow(store(), streamId, Infinity);
     const outcome = await Promise.race([follower.ended, new Promise((r) => setTimeout(() => r('stalled'), 8000))]);
     expect(outcome).toBe('complete');
