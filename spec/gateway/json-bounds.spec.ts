@@ -1,4 +1,4 @@
-import { MAX_JSON_DEPTH, scanJsonBounds } from '../../src/gateway/json-bounds';
+import { MAX_JSON_DEPTH, scanJsonBounds, topLevelKeyCount } from '../../src/gateway/json-bounds';
 
 const scan = (text: string, maxDepth = MAX_JSON_DEPTH): ReturnType<typeof scanJsonBounds> => scanJsonBounds(Buffer.from(text, 'utf8'), { maxDepth });
 const nested = (levels: number, open = '[', close = ']'): string => open.repeat(levels) + close.repeat(levels);
@@ -102,5 +102,26 @@ describe('scanJsonBounds: values', () => {
 
   it('takes 0 as no cap', () => {
     expect(values('[{},{},{}]', 0)).toBeUndefined();
+  });
+});
+
+describe('topLevelKeyCount', () => {
+  const count = (text: string): number => topLevelKeyCount(Buffer.from(text));
+
+  it('counts the keys of the top-level object only, as JSON.parse would find them', () => {
+    const escaped = JSON.stringify({ 'a"': '\\', 'b\\"c': 1, ['x'.repeat(200)]: 'y\\"'.repeat(50), z: [':', { q: ':' }] });
+    for (const text of ['{}', '{"a":1}', ' {"a" : {"b":1,"c":[{"d":2}]}, "e":"f:g", "h":[":",{"i":":"}]} ', escaped]) {
+      expect(count(text)).toBe(Object.keys(JSON.parse(text) as object).length);
+    }
+  });
+
+  it('counts a key given twice twice, where JSON.parse keeps one', () => {
+    expect(count('{"stream":false,"model":"m","stream":true}')).toBe(3);
+    expect(count('{"a":{"b":1,"b":2}}')).toBe(1); // nested duplicates are not the top level's
+  });
+
+  it('is -1 for a text that is not an object', () => {
+    expect(count('[{"a":1}]')).toBe(-1);
+    expect(count('"{"')).toBe(-1);
   });
 });

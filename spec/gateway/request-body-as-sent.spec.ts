@@ -1,7 +1,7 @@
 /**
  * A JSON request body reaches the upstream as the client sent it: numbers JSON.stringify would
  * change, key order and spacing intact. Only a body the route rewrites (a stream asked of a
- * route that does not stream) is re-serialized.
+ * route that does not stream) or one whose top-level keys repeat is re-serialized.
  */
 import http from 'node:http';
 import { parseConfig } from '../../src/gateway/config';
@@ -64,6 +64,11 @@ describe('JSON request bodies forwarded as sent', () => {
   it('keeps them for a stream too', async () => {
     const streamed = SENT.replace('"model":"m"', '"model":"m", "stream": true');
     expect(await send('/v1/chat/completions', streamed)).toBe(streamed);
+  });
+
+  it('sends a body with a top-level key given twice as the gateway read it (the last one)', async () => {
+    const forwarded = await send('/v1/chat/completions', '{"stream": true, "model":"m", "messages":[], "stream": false}');
+    expect(forwarded).toBe('{"stream":false,"model":"m","messages":[]}');
   });
 
   it('re-serializes only the body a route rewrites (a stream asked of a route that does not stream)', async () => {

@@ -1,7 +1,8 @@
 /**
  * Nesting a JSON request body may have: 512 levels of objects and arrays. `JSON.parse` reads
- * any depth, but the body is written out again for the upstream with `JSON.stringify`, which
- * recurses once per level and throws on the stack's end; no provider API nests this deep.
+ * any depth, but a body the gateway writes out again (a route that rewrites it) goes through
+ * `JSON.stringify`, which recurses once per level and throws on the stack's end; no provider
+ * API nests this deep.
  */
 export const MAX_JSON_DEPTH = 512;
 
@@ -74,6 +75,45 @@ export function scanJsonBounds(bytes: Uint8Array, bounds: JsonBounds): JsonBound
     }
   }
   return undefined;
+}
+
+/**
+ * How many keys a JSON text's top-level object names, duplicates counted each time (`-1` when
+ * the text is not an object). `JSON.parse` keeps the last of duplicate keys, other parsers the
+ * first or refuse them: where this differs from the parsed object's key count, the text means
+ * different things to the gateway and to an upstream.
+ *
+ * Same pass as {@link scanJsonBounds}: strings skipped, a string at depth 1 followed by `:` is a
+ * key. Expects a text that `JSON.parse` accepted.
+ */
+export function topLevelKeyCount(bytes: Uint8Array): number {
+  const length = bytes.length;
+  let i = 0;
+  while (i < length && isJsonSpace(bytes[i])) i++;
+  if (bytes[i] !== OPEN_BRACE) return -1;
+  let depth = 0;
+  let keys = 0;
+  for (; i < length; i++) {
+    const c = bytes[i];
+    if (c === QUOTE) {
+      i = stringEnd(bytes, i + 1);
+      if (depth !== 1) continue;
+      let j = i + 1;
+      while (j < length && isJsonSpace(bytes[j])) j++;
+      if (bytes[j] === COLON) keys++;
+    } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+      depth++;
+    } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
+      depth--;
+    }
+  }
+  return keys;
+}
+
+const COLON = 0x3a;
+
+function isJsonSpace(c: number | undefined): boolean {
+  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 }
 
 /** Strings up to this long are walked byte by byte; a longer one is searched with `indexOf`. */

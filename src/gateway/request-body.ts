@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { readBounded } from '../http/read-bounded';
 import { AdmissionError } from './admission';
-import { MAX_JSON_DEPTH, scanJsonBounds } from './json-bounds';
+import { MAX_JSON_DEPTH, scanJsonBounds, topLevelKeyCount } from './json-bounds';
 
 /** Bounds of {@link readRequestBody}. */
 export interface RequestBodyLimits {
@@ -94,7 +94,11 @@ export function parseJsonBody(bytes: Buffer, maxValues: number): unknown {
   }
   // The bytes stay with the object they were parsed into, copied out of a larger read buffer
   // (a small body would otherwise keep the socket's whole read alive until the upstream answers).
-  if (typeof parsed === 'object' && parsed !== null) sentBytes.set(parsed, bytes.byteLength === bytes.buffer.byteLength ? bytes : Buffer.from(bytes));
+  // A top-level key given twice reads differently to other parsers (first wins, or refused):
+  // such a body goes upstream as the gateway read it, serialized again.
+  if (isObject(parsed) && topLevelKeyCount(bytes) === Object.keys(parsed).length) {
+    sentBytes.set(parsed, bytes.byteLength === bytes.buffer.byteLength ? bytes : Buffer.from(bytes));
+  }
   return parsed;
 }
 
@@ -104,7 +108,8 @@ const sentBytes = new WeakMap<object, Buffer>();
  * The bytes the client sent for a JSON body that {@link parseJsonBody} returned, so the upstream
  * gets them as sent: `JSON.stringify` of the parsed value would round numbers past 2^53
  * (`"seed": 18446744073709551615`), turn `1e999` into `null` and `-0` into `0`. `undefined` for
- * any other object (a body parsed elsewhere, or built by the gateway).
+ * an array, a body with a top-level key given twice, and any other object (a body parsed
+ * elsewhere, or built by the gateway).
  */
 export function jsonBodyBytes(body: object): Buffer | undefined {
   return sentBytes.get(body);
@@ -112,4 +117,8 @@ export function jsonBodyBytes(body: object): Buffer | undefined {
 
 function tooLarge(maxBytes: number): AdmissionError {
   return new AdmissionError('ERR_TIDEGATE_BODY_TOO_LARGE', `the request body is larger than ${maxBytes} bytes`, 413, 'body_too_large');
+}
+
+function isObject(v: unknown): v is object {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }

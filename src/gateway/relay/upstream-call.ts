@@ -37,8 +37,7 @@ export function upstreamRequest(req: Request, route: ResolvedRoute & { url: stri
   if (json !== undefined) {
     const rewrite = ask.wantsStream && !ask.streaming ? adapter.nonStreamBody : undefined;
     body = rewrite !== undefined ? serialize(rewrite.call(adapter, json)) : (jsonBodyBytes(json) ?? serialize(json));
-  }
-  else if (Buffer.isBuffer(req.body) && req.body.length > 0) body = req.body;
+  } else if (Buffer.isBuffer(req.body) && req.body.length > 0) body = req.body;
   // A HEAD is asked as its GET: the client gets that answer's status and headers.
   const post = req.method === 'POST';
   return {
