@@ -274,40 +274,41 @@ describe('admission: request bodies in progress', () => {
     expect(statuses).toEqual([200, 503]);
   });
 
-  it('answers 503 ERR_TIDEGATE_OVER_CAPACITY to a body that arrives once maxStreams is held', async () => {
-    tg = await startTestGateway({ config: { limits: { maxStreams: 1, maxStreamsPerClient: 0 }, debug: { streams: true } } });
-    const { port } = tg.gateway;
-    const arrived = headsArrived(tg, 1);
-    const upload = dribble(port, 'Bearer made-up');
+  /**
+   * Starts a gateway with `limits`, begins an upload under `uploadKey`, opens a stream under
+   * `streamKey` while it dribbles (it takes the last slot), then finishes the upload: the
+   * gateway and the upload's reply.
+   */
+  async function uploadThatLosesTheSlot(limits: Record<string, number>, uploadKey: string, streamKey: string): Promise<{ tgw: TestGateway; reply: string }> {
+    const tgw = (tg = await startTestGateway({ config: { limits, debug: { streams: true } } }));
+    const { port } = tgw.gateway;
+    const arrived = headsArrived(tgw, 1);
+    const upload = dribble(port, uploadKey);
     await arrived;
-    const stream = await post(port, '/v1/chat/completions', { authorization: 'Bearer legit' });
+    const stream = await post(port, '/v1/chat/completions', { authorization: streamKey });
     expect(stream.status).toBe(200);
     upload.finish();
     await upload.closed;
-    const reply = upload.reply();
+    return { tgw, reply: upload.reply() };
+  }
+
+  it('answers 503 ERR_TIDEGATE_OVER_CAPACITY to a body that arrives once maxStreams is held', async () => {
+    const { tgw, reply } = await uploadThatLosesTheSlot({ maxStreams: 1, maxStreamsPerClient: 0 }, 'Bearer made-up', 'Bearer legit');
+    const { port } = tgw.gateway;
     expect(reply).toMatch(/^HTTP\/1\.1 503 /);
     expect(reply).toMatch(/\r\nRetry-After: 1\r\n/i);
     expect(reply).toMatch(/\r\nConnection: close\r\n/i);
     expect(JSON.parse(reply.slice(reply.indexOf('\r\n\r\n') + 4)).error).toMatchObject({ type: 'tidegate_error', code: 'ERR_TIDEGATE_OVER_CAPACITY' });
-    expect(tg.gateway.app.gateway.admission.streams).toBe(1);
+    expect(tgw.gateway.app.gateway.admission.streams).toBe(1);
     expect(await held(port)).toEqual({ gauge: 1, debug: 1, debugStreams: 1 });
     expect((await refusals(port)).get('tidegate_admission_refusals_total{reason="streams"}')).toBe(1);
   });
 
   it('answers 429 ERR_TIDEGATE_CLIENT_LIMIT to a body that arrives once its client holds maxStreamsPerClient', async () => {
-    tg = await startTestGateway({ config: { limits: { maxStreamsPerClient: 1 } } });
-    const { port } = tg.gateway;
-    const arrived = headsArrived(tg, 1);
-    const upload = dribble(port, 'Bearer key-a');
-    await arrived;
-    const stream = await post(port, '/v1/chat/completions', { authorization: 'Bearer key-a' });
-    expect(stream.status).toBe(200);
-    upload.finish();
-    await upload.closed;
-    const reply = upload.reply();
+    const { tgw, reply } = await uploadThatLosesTheSlot({ maxStreamsPerClient: 1 }, 'Bearer key-a', 'Bearer key-a');
     expect(reply).toMatch(/^HTTP\/1\.1 429 /);
     expect(JSON.parse(reply.slice(reply.indexOf('\r\n\r\n') + 4)).error).toMatchObject({ code: 'ERR_TIDEGATE_CLIENT_LIMIT' });
-    expect(tg.gateway.app.gateway.admission.streams).toBe(1);
+    expect(tgw.gateway.app.gateway.admission.streams).toBe(1);
   });
 
   it('refuses a request over capacity before reading its body', async () => {
