@@ -93,7 +93,8 @@ describe('connectSse', () => {
         res.on('close', () => (closed = true));
         sseHead(res);
         res.write('data: a\n\ndata: [DONE]\n\n', () => {
-          const timer = setTimeout(() => res.write('data: late\n\n'), 100);
+          // Unref'd: the timers counted below are the client's, whenever this one fires.
+          const timer = setTimeout(() => res.write('data: late\n\n'), 100).unref();
           res.on('close', () => clearTimeout(timer));
         });
       });
