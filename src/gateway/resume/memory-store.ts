@@ -27,8 +27,6 @@ interface Held {
   counted: number;
   /** Bytes set aside for the event it requested (its last event's size), until that event arrives. */
   reserved: number;
-  /** `performance.now()` when it ended (`undefined` while it runs). */
-  endedAt?: number | undefined;
   expiry?: NodeJS.Timeout | undefined;
   /** Its alias ({@link OpenOptions.aliasOf}), once an event named one. */
   alias?: string | undefined;
@@ -65,6 +63,8 @@ export class MemoryResumeStore implements ResumeStore {
   private readonly held = new Map<string, Held>();
   /** Alias → stream id. */
   private readonly aliases = new Map<string, string>();
+  /** Stream ids of the finished streams still held, in the order they ended (the drop order). */
+  private readonly finished = new Set<string>();
   private bytes = 0;
   /** Bytes set aside for requested events (see {@link Held.reserved}). */
   private reserved = 0;
@@ -103,7 +103,7 @@ export class MemoryResumeStore implements ResumeStore {
         if (h === undefined) return;
         this.unreserve(h);
         this.waiting.delete(meta.streamId);
-        h.endedAt = performance.now();
+        this.finished.add(meta.streamId);
         h.expiry = setTimeout(() => this.drop(meta.streamId), meta.settings.retentionMs);
         h.expiry.unref();
       },
@@ -204,16 +204,15 @@ export class MemoryResumeStore implements ResumeStore {
   private makeRoom(needed: number, max: number, shed: boolean): boolean {
     if (needed > max) return false;
     if (this.bytes + needed <= max) return true;
-    const finished = [...this.held.values()].filter((h) => h.endedAt !== undefined).sort((a, b) => (a.endedAt as number) - (b.endedAt as number));
-    for (const h of finished) {
+    for (const id of this.finished) {
       if (this.bytes + needed <= max) return true;
-      this.drop(h.meta.streamId);
+      this.drop(id);
     }
     if (!shed) return false;
     for (const detached of [false, true]) {
       for (const h of this.held.values()) {
         if (this.bytes + needed <= max) return true;
-        if (h.endedAt !== undefined || h.stream.detached !== detached) continue;
+        if (this.finished.has(h.meta.streamId) || h.stream.detached !== detached) continue;
         if (h.stream.shedHistory() > 0) this.recount(h.meta.streamId);
       }
     }
@@ -254,6 +253,7 @@ export class MemoryResumeStore implements ResumeStore {
     const h = this.held.get(streamId);
     if (h === undefined) return;
     this.held.delete(streamId);
+    this.finished.delete(streamId);
     this.waiting.delete(streamId);
     this.unreserve(h);
     if (h.alias !== undefined && this.aliases.get(h.alias) === streamId) this.aliases.delete(h.alias);
