@@ -17,6 +17,12 @@ export interface JsonBounds {
   maxValues?: number | undefined;
 }
 
+/** What {@link scanJsonBounds} counts besides its bounds, when asked. */
+export interface JsonCounts {
+  /** Keys of the top-level object, duplicates counted each time; -1 when the text is no object. */
+  topLevelKeys: number;
+}
+
 /** The first bound a JSON text passes, and the byte offset where it does. */
 export interface JsonBoundExceeded {
   readonly bound: 'depth' | 'values';
@@ -32,6 +38,7 @@ const OPEN_BRACE = 0x7b;
 const CLOSE_BRACE = 0x7d;
 const OPEN_BRACKET = 0x5b;
 const CLOSE_BRACKET = 0x5d;
+const COLON = 0x3a;
 
 /**
  * Checks a JSON text's nesting and size in values before it is parsed, in one linear pass over
@@ -49,6 +56,7 @@ const CLOSE_BRACKET = 0x5d;
  * `JSON.parse` does (in UTF-8 no byte of a multi-byte character is a quote or a backslash).
  *
  * @param bytes a JSON text as UTF-8.
+ * @param counts filled with the top-level object's keys ({@link topLevelKeyCount}), where given.
  * @returns `undefined` within the bounds, else the first bound passed.
  *
  * @example
@@ -56,17 +64,27 @@ const CLOSE_BRACKET = 0x5d;
  * scanJsonBounds(Buffer.from('[[[[1]]]]'), { maxDepth: 3 }); // { bound: 'depth', limit: 3, offset: 3 }
  * scanJsonBounds(Buffer.from('{"a":[1,2,3],"b":"c"}'), { maxDepth: 3, maxValues: 4 }); // { bound: 'values', limit: 4, offset: 17 }
  */
-export function scanJsonBounds(bytes: Uint8Array, bounds: JsonBounds): JsonBoundExceeded | undefined {
+export function scanJsonBounds(bytes: Uint8Array, bounds: JsonBounds, counts?: JsonCounts): JsonBoundExceeded | undefined {
   const { maxDepth } = bounds;
   const maxValues = bounds.maxValues !== undefined && bounds.maxValues > 0 ? bounds.maxValues : Infinity;
   const length = bytes.length;
   let depth = 0;
   let values = 0;
+  // Keys of the top-level object are counted where asked and the text starts with one.
+  let start = 0;
+  while (start < length && isJsonSpace(bytes[start])) start++;
+  const keysOf = counts !== undefined && bytes[start] === OPEN_BRACE ? counts : undefined;
+  if (counts !== undefined) counts.topLevelKeys = keysOf === undefined ? -1 : 0;
   for (let i = 0; i < length; i++) {
     const c = bytes[i];
     if (c === QUOTE) {
       if (++values > maxValues) return { bound: 'values', limit: maxValues, offset: i };
       i = stringEnd(bytes, i + 1);
+      if (keysOf !== undefined && depth === 1) {
+        let j = i + 1;
+        while (j < length && isJsonSpace(bytes[j])) j++;
+        if (bytes[j] === COLON) keysOf.topLevelKeys++;
+      }
     } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
       if (++depth > maxDepth) return { bound: 'depth', limit: maxDepth, offset: i };
       if (++values > maxValues) return { bound: 'values', limit: maxValues, offset: i };
@@ -83,34 +101,15 @@ export function scanJsonBounds(bytes: Uint8Array, bounds: JsonBounds): JsonBound
  * first or refuse them: where this differs from the parsed object's key count, the text means
  * different things to the gateway and to an upstream.
  *
- * Same pass as {@link scanJsonBounds}: strings skipped, a string at depth 1 followed by `:` is a
- * key. Expects a text that `JSON.parse` accepted.
+ * {@link scanJsonBounds}'s pass with no bounds: strings skipped, a string at depth 1 followed by
+ * `:` is a key. Expects a text that `JSON.parse` accepted.
  */
 export function topLevelKeyCount(bytes: Uint8Array): number {
-  const length = bytes.length;
-  let i = 0;
-  while (i < length && isJsonSpace(bytes[i])) i++;
-  if (bytes[i] !== OPEN_BRACE) return -1;
-  let depth = 0;
-  let keys = 0;
-  for (; i < length; i++) {
-    const c = bytes[i];
-    if (c === QUOTE) {
-      i = stringEnd(bytes, i + 1);
-      if (depth !== 1) continue;
-      let j = i + 1;
-      while (j < length && isJsonSpace(bytes[j])) j++;
-      if (bytes[j] === COLON) keys++;
-    } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
-      depth++;
-    } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
-      depth--;
-    }
-  }
-  return keys;
+  const counts: JsonCounts = { topLevelKeys: -1 };
+  scanJsonBounds(bytes, { maxDepth: Infinity }, counts);
+  return counts.topLevelKeys;
 }
 
-const COLON = 0x3a;
 
 function isJsonSpace(c: number | undefined): boolean {
   return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { readBounded } from '../http/read-bounded';
 import { AdmissionError } from './admission';
-import { MAX_JSON_DEPTH, scanJsonBounds, topLevelKeyCount } from './json-bounds';
+import { MAX_JSON_DEPTH, scanJsonBounds, type JsonCounts } from './json-bounds';
 
 /** Bounds of {@link readRequestBody}. */
 export interface RequestBodyLimits {
@@ -79,7 +79,8 @@ export class RequestBodyNotJsonError extends Error {
  * @throws AdmissionError, RequestBodyNotJsonError
  */
 export function parseJsonBody(bytes: Buffer, maxValues: number): unknown {
-  const exceeded = scanJsonBounds(bytes, { maxDepth: MAX_JSON_DEPTH, maxValues });
+  const counts: JsonCounts = { topLevelKeys: -1 };
+  const exceeded = scanJsonBounds(bytes, { maxDepth: MAX_JSON_DEPTH, maxValues }, counts);
   if (exceeded?.bound === 'depth') {
     throw new AdmissionError('ERR_TIDEGATE_BODY_TOO_DEEP', `the request body nests objects and arrays deeper than ${exceeded.limit} levels (at byte ${exceeded.offset})`, 400, 'body_too_deep');
   }
@@ -96,7 +97,7 @@ export function parseJsonBody(bytes: Buffer, maxValues: number): unknown {
   // (a small body would otherwise keep the socket's whole read alive until the upstream answers).
   // A top-level key given twice reads differently to other parsers (first wins, or refused):
   // such a body goes upstream as the gateway read it, serialized again.
-  if (isObject(parsed) && topLevelKeyCount(bytes) === Object.keys(parsed).length) {
+  if (isObject(parsed) && counts.topLevelKeys === Object.keys(parsed).length) {
     sentBytes.set(parsed, bytes.byteLength === bytes.buffer.byteLength ? bytes : Buffer.from(bytes));
   }
   return parsed;
