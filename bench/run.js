@@ -1,5 +1,5 @@
 'use strict';
-// tidegate benchmark harness: `npm run bench` (full, ~40 min on 2 cores) or `npm run bench:quick`
+// tidegate benchmark harness: `npm run bench` (full, ~50 min on 2 cores) or `npm run bench:quick`
 // (< 3 min). Starts a fake upstream, each system under test and a load generator, all on
 // 127.0.0.1; runs the scenarios of bench/scenarios/ one after another, each system in turn; prints
 // tables, writes bench/results/*.json, docs/img/bench-*.svg and docs/benchmarks.md.
@@ -62,7 +62,7 @@ const P = QUICK
       s2chunk: { clients: 10, bytesPerStream: 512 << 10, eventBytes: 150, maxMs: 8000 },
       s3: { clients: 20, rate: 100, eventBytes: 150, durationMs: 1000, warmupMs: 500 },
       s4: { streams: Math.min(500, S4_MAX), holdMs: 1500, eventBytes: 150 },
-      setup: { ratesPerS: [500], openForMs: 500, streamMs: 250, settleMaxMs: 4000, eventBytes: 150 },
+      setup: { ratesPerS: [500], openForMs: 500, streamMs: 250, settleMaxMs: 4000, eventBytes: 150, repeats: 1 },
       map: { streams: 10, cellMs: 800, producers: [2000, 50000], consumers: ['stalled', 65536, 'fast'], stallTimeoutMs: 500 },
       micro: { elements: 200000, runs: 3 },
       resume: { streams: 20, rate: 200, eventBytes: 150, durationMs: 2000, awayMs: 100, windowBytes: 1 << 20, lingerMs: 5000, maxMs: 15000 },
@@ -73,7 +73,7 @@ const P = QUICK
       s2chunk: { clients: 50, bytesPerStream: 6 << 20, eventBytes: 150, maxMs: 60000, repeats: 3 },
       s3: { clients: 100, rate: 100, eventBytes: 150, durationMs: 10000, warmupMs: 3000 },
       s4: { streams: Math.min(9000, S4_MAX), holdMs: 10000, eventBytes: 150 },
-      setup: { ratesPerS: [250, 500, 1000], openForMs: 2000, streamMs: 250, settleMaxMs: 15000, eventBytes: 150 },
+      setup: { ratesPerS: [250, 500, 1000], openForMs: 2000, streamMs: 250, settleMaxMs: 15000, eventBytes: 150, repeats: 5 },
       map: { streams: 20, cellMs: 4000, producers: [500, 2000, 10000, 50000], consumers: ['stalled', 4096, 65536, 1048576, 'fast'], stallTimeoutMs: 1500 },
       micro: { elements: 1000000, runs: 5 },
       resume: { streams: 200, rate: 100, eventBytes: 150, durationMs: 10000, awayMs: 500, windowBytes: 1 << 20, lingerMs: 30000, maxMs: 60000 },
