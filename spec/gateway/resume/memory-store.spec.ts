@@ -136,3 +136,44 @@ describe('MemoryResumeStore: maxBytes with running streams', () => {
     await store.close();
   });
 });
+
+describe('MemoryResumeStore aliases', () => {
+  const aliasOf = (event: Buffer): string | undefined => /alias=(\w+)/.exec(event.toString())?.[1];
+  const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+  /** Runs a stream whose one event names `alias`, kept `retentionMs` after it ends. */
+  async function named(store: MemoryResumeStore, streamId: string, alias: string, retentionMs: number): Promise<void> {
+    const events = fromIterable<SseEventInit>([{ data: `alias=${alias}` }]);
+    const stream = store.open(events, { streamId, routePath: '/r', credentialHash: '', settings: { ...DEFAULT_RESUME, retentionMs } }, { aliasOf });
+    await new Promise<void>((resolve, reject) => stream.reader(0).subscribe({ complete: resolve, error: reject }));
+  }
+
+  it('resolves an alias to the one stream that named it', async () => {
+    const store = new MemoryResumeStore({ maxBytes: 1 << 20 });
+    await named(store, id(1), 'solo', 10_000);
+    expect(await store.resolve('solo')).toBe(id(1));
+    expect(store.reused('solo')).toBe(false);
+    await store.close();
+  });
+
+  it('resolves an alias two held streams named to neither until both are dropped', async () => {
+    const reused: string[] = [];
+    const store = new MemoryResumeStore({ maxBytes: 1 << 20, onAliasReused: (alias) => reused.push(alias) });
+    await named(store, id(1), 'a', 40);
+    await named(store, id(2), 'a', 250);
+    expect(await store.resolve('a')).toBeUndefined();
+    expect(store.reused('a')).toBe(true);
+    expect(reused).toEqual(['a']);
+    await sleep(120);
+    // The first stream is gone; the alias still names neither (the first client may ask by it).
+    expect(await store.find(id(1))).toBeUndefined();
+    expect(await store.find(id(2))).toBeDefined();
+    expect(await store.resolve('a')).toBeUndefined();
+    await sleep(250);
+    expect(await store.find(id(2))).toBeUndefined();
+    expect(store.reused('a')).toBe(false);
+    await named(store, id(3), 'a', 10_000);
+    expect(await store.resolve('a')).toBe(id(3));
+    await store.close();
+  });
+});

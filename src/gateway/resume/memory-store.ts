@@ -32,6 +32,18 @@ interface Held {
   alias?: string | undefined;
 }
 
+/**
+ * The streams an alias named. An upstream that gives one id to two streams (a server with fixed
+ * or counter ids) makes the alias name neither: a client asking by it could be reading another
+ * client's stream. It stays that way until every stream that named it is dropped.
+ */
+interface AliasEntry {
+  /** The one stream it names; `undefined` once two streams named it. */
+  streamId: string | undefined;
+  /** Held streams that named it. */
+  holders: number;
+}
+
 /** Options of a {@link MemoryResumeStore}. */
 export interface MemoryStoreOptions {
   /**
@@ -40,6 +52,8 @@ export interface MemoryStoreOptions {
    * fit requests nothing upstream until there is room.
    */
   maxBytes: number;
+  /** Called when a second held stream names an alias (see {@link MemoryResumeStore.resolve}). */
+  onAliasReused?: ((alias: string) => void) | undefined;
   /** Extra hooks for each stream opened (a shared store mirrors its events). */
   hooks?: ((meta: StreamMeta) => Pick<ReplayStreamOptions, 'onAppend' | 'onEnd'> & { onAlias?: ((alias: string) => void) | undefined }) | undefined;
 }
@@ -61,8 +75,8 @@ export interface MemoryStoreOptions {
 export class MemoryResumeStore implements ResumeStore {
   readonly kind = 'memory' as const;
   private readonly held = new Map<string, Held>();
-  /** Alias → stream id. */
-  private readonly aliases = new Map<string, string>();
+  /** Alias → the stream it names. */
+  private readonly aliases = new Map<string, AliasEntry>();
   /** Stream ids of the finished streams still held, in the order they ended (the drop order). */
   private readonly finished = new Set<string>();
   private bytes = 0;
@@ -92,7 +106,7 @@ export class MemoryResumeStore implements ResumeStore {
           const alias = options.aliasOf(bytes);
           if (alias === undefined || alias.length > MAX_ALIAS_CHARS) return;
           h.alias = alias;
-          this.aliases.set(alias, meta.streamId);
+          this.nameAlias(alias, meta.streamId);
           hooks?.onAlias?.(alias);
         }
       },
@@ -119,7 +133,30 @@ export class MemoryResumeStore implements ResumeStore {
   }
 
   async resolve(alias: string): Promise<string | undefined> {
-    return this.aliases.get(alias);
+    return this.aliases.get(alias)?.streamId;
+  }
+
+  /** True when `alias` was named by more than one stream still held here (it resolves to none). */
+  reused(alias: string): boolean {
+    const entry = this.aliases.get(alias);
+    return entry !== undefined && entry.streamId === undefined;
+  }
+
+  private nameAlias(alias: string, streamId: string): void {
+    const entry = this.aliases.get(alias);
+    if (entry === undefined) {
+      this.aliases.set(alias, { streamId, holders: 1 });
+      return;
+    }
+    entry.holders++;
+    if (entry.streamId === undefined) return;
+    entry.streamId = undefined;
+    this.options.onAliasReused?.(alias);
+  }
+
+  private forgetAlias(alias: string): void {
+    const entry = this.aliases.get(alias);
+    if (entry !== undefined && --entry.holders === 0) this.aliases.delete(alias);
   }
 
   /** The running or retained stream `streamId` produced in this process. */
@@ -256,7 +293,7 @@ export class MemoryResumeStore implements ResumeStore {
     this.finished.delete(streamId);
     this.waiting.delete(streamId);
     this.unreserve(h);
-    if (h.alias !== undefined && this.aliases.get(h.alias) === streamId) this.aliases.delete(h.alias);
+    if (h.alias !== undefined) this.forgetAlias(h.alias);
     if (h.expiry !== undefined) clearTimeout(h.expiry);
     this.bytes -= h.counted;
     h.stream.release();

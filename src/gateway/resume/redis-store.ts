@@ -10,6 +10,9 @@ import { followRedis, type RedisStreamKeys } from './redis-follower';
 import type { ReplayStream, ReplayTerminal } from './replay-stream';
 import type { DetachedStreamSnapshot, LogSnapshot, OpenOptions, ResumeStore, StoredStream, StreamMeta } from './store';
 
+/** An alias key's value once two streams named the alias: it resolves to none (never a stream id). */
+const ALIAS_REUSED = '!reused';
+
 /** Options of a {@link RedisResumeStore}. */
 export interface RedisStoreOptions {
   /** `redis://host:port/db`. */
@@ -110,7 +113,11 @@ export class RedisResumeStore implements ResumeStore {
   }
 
   async resolve(alias: string): Promise<string | undefined> {
-    return (await this.here.resolve(alias)) ?? (await this.redis.get(this.aliasKey(alias))) ?? undefined;
+    if (this.here.reused(alias)) return undefined;
+    // Redis first: a stream on another instance may have named the alias too.
+    const shared = await this.redis.get(this.aliasKey(alias));
+    if (shared === ALIAS_REUSED) return undefined;
+    return shared ?? (await this.here.resolve(alias));
   }
 
   local(streamId: string): ReplayStream | undefined {
@@ -193,7 +200,7 @@ export class RedisResumeStore implements ResumeStore {
       onAlias: (alias) => {
         const key = this.aliasKey(alias);
         this.aliasKeys.set(meta.streamId, key);
-        void this.redis.set(key, meta.streamId, 'PX', liveMs).catch(this.warn);
+        void this.claimAlias(key, alias, meta.streamId, liveMs);
       },
       onAppend: (seq, bytes, firstSeq) => {
         void this.redis.xadd(keys.events, 'MINID', String(firstSeq), `${seq}-0`, 'b', bytes).catch(this.warn);
@@ -222,7 +229,22 @@ export class RedisResumeStore implements ResumeStore {
     };
   }
 
-  /** Deletes an alias key unless a later stream took it over. */
+  /**
+   * Points an alias key at `streamId`, unless another stream (here or on another instance)
+   * named the alias first: then the key names neither ({@link ALIAS_REUSED}) until every stream
+   * that renews it is gone.
+   */
+  private async claimAlias(key: string, alias: string, streamId: string, liveMs: number): Promise<void> {
+    try {
+      if ((await this.redis.set(key, streamId, 'PX', liveMs, 'NX')) === 'OK') return;
+      await this.redis.set(key, ALIAS_REUSED, 'PX', liveMs);
+      this.options.logger.warn('resume', { outcome: 'alias-reused', alias: alias.slice(0, 80) });
+    } catch (err) {
+      this.warn(err);
+    }
+  }
+
+  /** Deletes an alias key unless another stream named the alias too. */
   private async dropAlias(key: string, streamId: string): Promise<void> {
     try {
       if ((await this.redis.get(key)) === streamId) await this.redis.del(key);

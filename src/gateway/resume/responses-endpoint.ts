@@ -47,7 +47,7 @@ export async function serveResponsesRetrieve(req: Request, res: Response, routeP
   }
   try {
     const stored = resolved === undefined ? undefined : await deps.service.find(resolved);
-    if (stored === undefined || stored.meta.routePath !== routePath) throw new StreamNotFoundError(`no resumable response ${JSON.stringify(responseId.slice(0, 80))} (unknown or expired)`);
+    if (stored === undefined || stored.meta.routePath !== routePath) throw new StreamNotFoundError(`no resumable response ${JSON.stringify(responseId.slice(0, 80))} (unknown, expired, or the upstream gave that id to more than one stream)`);
     if (!credentialMatches(stored.meta.credentialHash, credentialHash(req.headers))) throw new ResumeForbiddenError();
     res.json(await finalResponse(stored));
   } catch (err) {

@@ -44,7 +44,10 @@ export class ResumeService {
   private readonly lent = new Set<string>();
 
   constructor(private readonly options: ResumeServiceOptions) {
-    this.memory = new MemoryResumeStore({ maxBytes: options.maxMemoryBytes });
+    this.memory = new MemoryResumeStore({
+      maxBytes: options.maxMemoryBytes,
+      onAliasReused: (alias) => options.logger.warn('resume', { outcome: 'alias-reused', alias: alias.slice(0, 80) }),
+    });
     this.metrics = new ResumeMetrics(options.metrics, () => this.stores());
   }
 
@@ -67,6 +70,7 @@ export class ResumeService {
 
   /** The stream id a provider's own id of a stream names ({@link OpenOptions.aliasOf}), here or in the shared store. */
   async resolve(alias: string): Promise<string | undefined> {
+    if (this.memory.reused(alias)) return undefined;
     return (await this.memory.resolve(alias)) ?? (await this.options.redis?.resolve(alias));
   }
 

@@ -77,7 +77,8 @@ export interface ResumeStore {
   find(streamId: string): Promise<StoredStream | undefined>;
   /**
    * The stream id an alias ({@link OpenOptions.aliasOf}) names, or `undefined`; kept as long as
-   * its stream (a later stream with the same alias takes it over).
+   * its stream. An alias two streams named (an upstream that reuses its ids) names neither until
+   * both are gone: a client asking by it might otherwise read another client's stream.
    */
   resolve(alias: string): Promise<string | undefined>;
   /** The running or retained stream `streamId` produced in this process, `undefined` for any other. */

@@ -1,0 +1,130 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { redisAvailable, startRedis, type RedisProcess } from '../../harness/redis';
+import { startTestGateway, type TestGateway } from '../helpers';
+
+// An upstream whose response ids repeat (fixed or counter ids): the id two streams share must
+// not hand one client's stream to another through `GET /v1/responses/{id}`.
+
+/** A Responses upstream naming each response `resp_<input>`, its one delta the input reversed. */
+function fixedIdUpstream(): http.Server {
+  return http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString()));
+    req.on('end', () => {
+      const input = String((JSON.parse(body) as { input: unknown }).input);
+      const text = [...input].reverse().join('');
+      const response = { id: `resp_${input}`, object: 'response', status: 'in_progress', output: [] as unknown[] };
+      const done = { ...response, status: 'completed', output_text: text };
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const events: [string, Record<string, unknown>][] = [
+        ['response.created', { response }],
+        ['response.output_text.delta', { item_id: 'msg_1', output_index: 0, content_index: 0, delta: text }],
+        ['response.completed', { response: done }],
+      ];
+      res.end(events.map(([type, data], i) => `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: i, ...data })}\n\n`).join(''));
+    });
+  });
+}
+
+/** Listens on an ephemeral 127.0.0.1 port; returns its URL. */
+async function listen(server: http.Server): Promise<string> {
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+/** Starts a Responses stream of `input` on `t` and reads it to its end. */
+async function create(t: TestGateway, input: string): Promise<string> {
+  const res = await fetch(`${t.gateway.url}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', input, stream: true }) });
+  expect(res.status).toBe(200);
+  return res.text();
+}
+
+const retrieve = (t: TestGateway, id: string, query = ''): Promise<Response> => fetch(`${t.gateway.url}/v1/responses/${id}${query}`);
+
+describe('GET /v1/responses/{id} when the upstream gives one id to two streams', () => {
+  let t: TestGateway;
+  let upstream: http.Server;
+  beforeAll(async () => {
+    upstream = fixedIdUpstream();
+    const url = await listen(upstream);
+    t = await startTestGateway({
+      config: { stream: { heartbeatMs: 0 }, retry: { maxAttempts: 1 }, upstream: { url } },
+      routes: [{ path: '/v1/responses', provider: 'openai', resume: true }],
+    });
+  });
+  afterAll(async () => {
+    await t.close();
+    await new Promise((r) => upstream.close(r));
+  });
+
+  it('answers a response id one stream named with that stream', async () => {
+    await create(t, 'solo');
+    const whole = await retrieve(t, 'resp_solo');
+    expect(whole.status).toBe(200);
+    expect(await whole.json()).toMatchObject({ id: 'resp_solo', output_text: 'olos' });
+    const streamed = await retrieve(t, 'resp_solo', '?stream=true');
+    expect(streamed.status).toBe(200);
+    expect(await streamed.text()).toContain('"delta":"olos"');
+  });
+
+  it('refuses with 404 an id two streams named, for either client, and logs the reuse', async () => {
+    const first = await create(t, 'twice');
+    const second = await create(t, 'twice');
+    expect(first).toContain('"id":"resp_twice"');
+    expect(second).toContain('"id":"resp_twice"');
+    for (const query of ['', '?stream=true']) {
+      const res = await retrieve(t, 'resp_twice', query);
+      expect(res.status).toBe(404);
+      const body = (await res.json()) as { error: { code: string; message: string } };
+      expect(body.error.code).toBe('ERR_TIDEGATE_STREAM_NOT_FOUND');
+    }
+    expect(t.logs.lines.filter((l) => l.level === 'warn' && l.outcome === 'alias-reused' && l.alias === 'resp_twice')).toHaveLength(1);
+    // A third stream with the same id does not make it resolve again.
+    await create(t, 'twice');
+    expect((await retrieve(t, 'resp_twice')).status).toBe(404);
+  });
+});
+
+const withRedis = redisAvailable() ? describe : describe.skip;
+
+withRedis('GET /v1/responses/{id} when two instances sharing Redis got one id for two streams', () => {
+  let redis: RedisProcess;
+  let upstream: http.Server;
+  let a: TestGateway;
+  let b: TestGateway;
+  beforeAll(async () => {
+    redis = await startRedis();
+    upstream = fixedIdUpstream();
+    const url = await listen(upstream);
+    const gateway = (): Promise<TestGateway> =>
+      startTestGateway({
+        config: { stream: { heartbeatMs: 0 }, retry: { maxAttempts: 1 }, upstream: { url }, redis: { url: redis.url, leaseMs: 600 } },
+        routes: [{ path: '/v1/responses', provider: 'openai', resume: { store: 'redis' } }],
+      });
+    [a, b] = await Promise.all([gateway(), gateway()]);
+  }, 30_000);
+  afterAll(async () => {
+    await Promise.all([a?.close(), b?.close()]);
+    await new Promise((r) => upstream?.close(r));
+    await redis?.stop();
+  });
+
+  /** Polls `check` until it holds (Redis writes are not awaited by the stream). */
+  async function eventually(check: () => Promise<boolean>): Promise<void> {
+    for (let i = 0; i < 100 && !(await check()); i++) await new Promise((r) => setTimeout(r, 20));
+  }
+
+  it('answers a unique id on the other instance, and refuses an id each instance gave a stream', async () => {
+    await create(a, 'once');
+    await eventually(async () => (await retrieve(b, 'resp_once')).status === 200);
+    expect(await (await retrieve(b, 'resp_once')).json()).toMatchObject({ id: 'resp_once', output_text: 'ecno' });
+
+    await create(a, 'shared');
+    await create(b, 'shared');
+    await eventually(async () => (await retrieve(a, 'resp_shared')).status === 404);
+    for (const t of [a, b]) for (const query of ['', '?stream=true']) expect((await retrieve(t, 'resp_shared', query)).status).toBe(404);
+    const warned = [...a.logs.lines, ...b.logs.lines].filter((l) => l.outcome === 'alias-reused' && l.alias === 'resp_shared');
+    expect(warned).toHaveLength(1);
+  }, 30_000);
+});
