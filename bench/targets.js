@@ -292,12 +292,13 @@ function targets(opts = {}) {
 /**
  * Variants every full run adds: the passthrough route with the kernel's own unsent-queue size
  * (`stream.kernelUnsentBytes: 0`) beside the default, in S1 and S2, once the build has the
- * setting; and both routes with V8's semi-spaces at 4 MiB instead of `npm start`'s 8
- * (`node --max-semi-space-size=4`, the knob of docs/gateway.md "V8's young generation") in S1,
- * S2, S2chunk and S4.
+ * setting; and both routes with V8's parallel GC threads (`node --no-single-threaded-gc`, undoing
+ * `npm start`'s `--single-threaded-gc`, docs/gateway.md "V8's GC threads") in S1, S2, S2chunk,
+ * S4 and SETUP, once `npm start` runs the GC on one thread.
  */
 function autoVariants() {
-  const list = [{ label: 'semi-space 4 MiB', config: null, nodeFlags: ['--max-semi-space-size=4'], only: ['tidegate-pass', 'tidegate-openai'], scenarios: ['S1', 'S2', 'S2chunk', 'S4'], auto: true }];
+  const list = [];
+  if (startNodeFlags(GATEWAY_CLI).includes('--single-threaded-gc')) list.push({ label: 'parallel GC', config: null, nodeFlags: ['--no-single-threaded-gc'], only: ['tidegate-pass', 'tidegate-openai'], scenarios: ['S1', 'S2', 'S2chunk', 'S4', 'SETUP'], auto: true });
   if (buildMentions(GATEWAY_CLI, 'kernelUnsentBytes')) list.unshift({ label: 'kernelUnsentBytes 0', config: { stream: { kernelUnsentBytes: 0 } }, only: ['tidegate-pass'], scenarios: ['S1', 'S2'], auto: true });
   return list;
 }
