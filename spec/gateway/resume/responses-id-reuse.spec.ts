@@ -6,7 +6,13 @@ import { startTestGateway, type TestGateway } from '../helpers';
 // An upstream whose response ids repeat (fixed or counter ids): the id two streams share must
 // not hand one client's stream to another through `GET /v1/responses/{id}`.
 
-/** A Responses upstream naming each response `resp_<input>`, its one delta the input reversed. */
+/**
+ * A Responses upstream naming each response `resp_<input>` (up to a `#`), its one delta the input
+ * reversed. An input ending in `#hang` gets `response.created` and nothing more.
+ */
+/** Responses of `#hang` inputs the gateway has not yet closed. */
+const hanging = new Set<http.ServerResponse>();
+
 function fixedIdUpstream(): http.Server {
   return http.createServer((req, res) => {
     let body = '';
@@ -14,7 +20,7 @@ function fixedIdUpstream(): http.Server {
     req.on('end', () => {
       const input = String((JSON.parse(body) as { input: unknown }).input);
       const text = [...input].reverse().join('');
-      const response = { id: `resp_${input}`, object: 'response', status: 'in_progress', output: [] as unknown[] };
+      const response = { id: `resp_${input.split('#')[0]}`, object: 'response', status: 'in_progress', output: [] as unknown[] };
       const done = { ...response, status: 'completed', output_text: text };
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       const events: [string, Record<string, unknown>][] = [
@@ -22,7 +28,13 @@ function fixedIdUpstream(): http.Server {
         ['response.output_text.delta', { item_id: 'msg_1', output_index: 0, content_index: 0, delta: text }],
         ['response.completed', { response: done }],
       ];
-      res.end(events.map(([type, data], i) => `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: i, ...data })}\n\n`).join(''));
+      const frames = events.map(([type, data], i) => `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: i, ...data })}\n\n`);
+      if (input.endsWith('#hang')) {
+        hanging.add(res);
+        res.on('close', () => hanging.delete(res));
+        res.write(frames[0]);
+      }
+      else res.end(frames.join(''));
     });
   });
 }
@@ -42,6 +54,41 @@ async function create(t: TestGateway, input: string): Promise<string> {
 
 const retrieve = (t: TestGateway, id: string, query = ''): Promise<Response> => fetch(`${t.gateway.url}/v1/responses/${id}${query}`);
 
+/** Starts a Responses stream of `input` on `t` and reads it up to `response.created`; returns how to leave it. */
+async function openHanging(t: TestGateway, input: string): Promise<() => Promise<void>> {
+  const leave = new AbortController();
+  const res = await fetch(`${t.gateway.url}/v1/responses`, { method: 'POST', signal: leave.signal, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', input, stream: true }) });
+  expect(res.status).toBe(200);
+  const reader = res.body!.getReader();
+  let seen = '';
+  while (!seen.includes('response.created')) seen += new TextDecoder().decode((await reader.read()).value);
+  return async () => {
+    leave.abort();
+    await reader.cancel().catch(() => undefined);
+  };
+}
+
+/** Two running streams name `resp_<input>` (404) and are cancelled; a third then names it and completes: the id answers with the third. */
+async function expectReusedIdFreedWhenBothCancelled(first: TestGateway, second: TestGateway, input: string): Promise<void> {
+  const leaving = [await openHanging(first, `${input}#hang`), await openHanging(second, `${input}#hang`)];
+  for (let i = 0; i < 100 && (await retrieve(first, `resp_${input}`)).status !== 404; i++) await new Promise((r) => setTimeout(r, 20));
+  for (const t of [first, second]) expect((await retrieve(t, `resp_${input}`)).status).toBe(404);
+  for (const leave of leaving) await leave();
+  // Cancelled upstream once the gateway dropped them (no linger).
+  for (let i = 0; i < 200 && hanging.size > 0; i++) await new Promise((r) => setTimeout(r, 20));
+  expect(hanging.size).toBe(0);
+  await create(first, input);
+  for (const t of [first, second]) {
+    let res = await retrieve(t, `resp_${input}`);
+    for (let i = 0; i < 100 && res.status !== 200; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      res = await retrieve(t, `resp_${input}`);
+    }
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ id: `resp_${input}`, output_text: [...input].reverse().join('') });
+  }
+}
+
 describe('GET /v1/responses/{id} when the upstream gives one id to two streams', () => {
   let t: TestGateway;
   let upstream: http.Server;
@@ -50,7 +97,7 @@ describe('GET /v1/responses/{id} when the upstream gives one id to two streams',
     const url = await listen(upstream);
     t = await startTestGateway({
       config: { stream: { heartbeatMs: 0 }, retry: { maxAttempts: 1 }, upstream: { url } },
-      routes: [{ path: '/v1/responses', provider: 'openai', resume: true }],
+      routes: [{ path: '/v1/responses', provider: 'openai', resume: { lingerMs: 0 } }],
     });
   });
   afterAll(async () => {
@@ -84,6 +131,11 @@ describe('GET /v1/responses/{id} when the upstream gives one id to two streams',
     await create(t, 'twice');
     expect((await retrieve(t, 'resp_twice')).status).toBe(404);
   });
+
+  it('answers an id again with the next stream once both streams that named it were cancelled', async () => {
+    await expectReusedIdFreedWhenBothCancelled(t, t, 'back');
+    expect(t.logs.lines.filter((l) => l.outcome === 'alias-reused' && l.alias === 'resp_back')).toHaveLength(1);
+  });
 });
 
 const withRedis = redisAvailable() ? describe : describe.skip;
@@ -100,7 +152,7 @@ withRedis('GET /v1/responses/{id} when two instances sharing Redis got one id fo
     const gateway = (): Promise<TestGateway> =>
       startTestGateway({
         config: { stream: { heartbeatMs: 0 }, retry: { maxAttempts: 1 }, upstream: { url }, redis: { url: redis.url, leaseMs: 600 } },
-        routes: [{ path: '/v1/responses', provider: 'openai', resume: { store: 'redis' } }],
+        routes: [{ path: '/v1/responses', provider: 'openai', resume: { store: 'redis', lingerMs: 0 } }],
       });
     [a, b] = await Promise.all([gateway(), gateway()]);
   }, 30_000);
@@ -125,6 +177,12 @@ withRedis('GET /v1/responses/{id} when two instances sharing Redis got one id fo
     await eventually(async () => (await retrieve(a, 'resp_shared')).status === 404);
     for (const t of [a, b]) for (const query of ['', '?stream=true']) expect((await retrieve(t, 'resp_shared', query)).status).toBe(404);
     const warned = [...a.logs.lines, ...b.logs.lines].filter((l) => l.outcome === 'alias-reused' && l.alias === 'resp_shared');
+    expect(warned).toHaveLength(1);
+  }, 30_000);
+
+  it('answers an id again with the next stream once the streams each instance gave it were cancelled', async () => {
+    await expectReusedIdFreedWhenBothCancelled(a, b, 'back');
+    const warned = [...a.logs.lines, ...b.logs.lines].filter((l) => l.outcome === 'alias-reused' && l.alias === 'resp_back');
     expect(warned).toHaveLength(1);
   }, 30_000);
 });

@@ -13,6 +13,52 @@ import type { DetachedStreamSnapshot, LogSnapshot, OpenOptions, ResumeStore, Sto
 /** An alias key's value once two streams named the alias: it resolves to none (never a stream id). */
 const ALIAS_REUSED = '!reused';
 
+// Alias scripts. KEYS: the alias key, its holders (a sorted set: the stream ids that named the
+// alias, each scored by the server time, ms, its stream stops being held). Both keys live as
+// long as the last holder. Redis's own clock, so instances with skewed clocks agree.
+const ALIAS_NOW = `
+if redis.replicate_commands then redis.replicate_commands() end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+`;
+const ALIAS_EXPIRE = `
+local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
+if last[2] == nil then
+  redis.call('DEL', KEYS[1], KEYS[2])
+  return 0
+end
+local ms = math.max(1, tonumber(last[2]) - now)
+redis.call('PEXPIRE', KEYS[1], ms)
+redis.call('PEXPIRE', KEYS[2], ms)
+`;
+/**
+ * ARGV: stream id, ms it is held for, {@link ALIAS_REUSED}. Adds the stream to the holders; the
+ * alias names it when it is the only one held, else none. Returns 1 when the alias just stopped
+ * naming one stream. A reused alias stays so until no holder is left, as in the memory store.
+ */
+const ALIAS_CLAIM = `${ALIAS_NOW}
+redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[1])
+local reused = 0
+if redis.call('ZCARD', KEYS[2]) == 1 then
+  redis.call('SET', KEYS[1], ARGV[1])
+else
+  if redis.call('GET', KEYS[1]) ~= ARGV[3] then reused = 1 end
+  redis.call('SET', KEYS[1], ARGV[3])
+end
+${ALIAS_EXPIRE}
+return reused`;
+/** ARGV: stream id, ms it is held for from now. Renews a holder (a running or a finished stream). */
+const ALIAS_HOLD = `${ALIAS_NOW}
+redis.call('ZADD', KEYS[2], 'XX', now + tonumber(ARGV[2]), ARGV[1])
+${ALIAS_EXPIRE}
+return 0`;
+/** ARGV: stream id. Removes a holder (a cancelled stream); the alias goes with its last one. */
+const ALIAS_DROP = `${ALIAS_NOW}
+redis.call('ZREM', KEYS[2], ARGV[1])
+${ALIAS_EXPIRE}
+return 0`;
+
 /** Options of a {@link RedisResumeStore}. */
 export interface RedisStoreOptions {
   /** `redis://host:port/db`. */
@@ -39,7 +85,8 @@ const FOLLOW_POLL_MS = 100;
  * | `<prefix>s:<id>:meta` | route, credential hash, settings (JSON) | as the stream |
  * | `<prefix>s:<id>:lease` | the producing instance's id | `leaseMs`, renewed every third of it while it produces |
  * | `<prefix>s:<id>:followers` | a hash: per reader on another instance, the seq it has and its deadline | a field `leaseMs` after its last report; the hash as the latest |
- * | `<prefix>a:<alias>` | the stream id a provider's own id names (Responses: `response.id`) | as the stream |
+ * | `<prefix>a:<alias>` | the stream id a provider's own id names (Responses: `response.id`), `!reused` once two held streams named it | as its last holder |
+ * | `<prefix>ah:<alias>` | a sorted set: the streams that named the alias, each scored by the Redis time it stops being held | as its last holder |
  *
  * The producing instance keeps its {@link ReplayStream} (a resume that lands there attaches
  * locally); Redis is written in order on one connection, trimmed by the window the local log
@@ -82,9 +129,9 @@ export class RedisResumeStore implements ResumeStore {
     // Renew the lease; read where the slowest reader on another instance is.
     const renew = setInterval(() => {
       const renewal = this.redis.multi().set(keys.lease, this.instanceId, 'PX', this.options.leaseMs).pexpire(keys.meta, liveMs).pexpire(keys.events, liveMs);
-      const aliasKey = this.aliasKeys.get(meta.streamId);
-      if (aliasKey !== undefined) renewal.pexpire(aliasKey, liveMs);
       void renewal.exec().catch(this.warn);
+      const alias = this.aliasKeys.get(meta.streamId);
+      if (alias !== undefined) this.holdAlias(alias, meta.streamId, liveMs);
     }, Math.max(10, Math.floor(this.options.leaseMs / 3)));
     const poll = setInterval(() => {
       slowestFollower(this.redis, keys.followers).then((seq) => stream.follow(seq), this.warn);
@@ -198,20 +245,19 @@ export class RedisResumeStore implements ResumeStore {
     const liveMs = meta.settings.retentionMs + 2 * this.options.leaseMs;
     return {
       onAlias: (alias) => {
-        const key = this.aliasKey(alias);
-        this.aliasKeys.set(meta.streamId, key);
-        void this.claimAlias(key, alias, meta.streamId, liveMs);
+        this.aliasKeys.set(meta.streamId, alias);
+        void this.claimAlias(alias, meta.streamId, liveMs);
       },
       onAppend: (seq, bytes, firstSeq) => {
         void this.redis.xadd(keys.events, 'MINID', String(firstSeq), `${seq}-0`, 'b', bytes).catch(this.warn);
       },
       onEnd: (t) => {
         const retention = meta.settings.retentionMs;
-        const aliasKey = this.aliasKeys.get(meta.streamId);
+        const alias = this.aliasKeys.get(meta.streamId);
         this.aliasKeys.delete(meta.streamId);
         if (t.kind === 'cancelled') {
           void this.redis.del(keys.events, keys.meta, keys.lease, keys.followers).catch(this.warn);
-          if (aliasKey !== undefined) void this.dropAlias(aliasKey, meta.streamId);
+          if (alias !== undefined) void this.aliasScript(ALIAS_DROP, alias, meta.streamId).catch(this.warn);
           return;
         }
         const lastSeq = this.here.local(meta.streamId)?.window.lastSeq ?? 0;
@@ -224,33 +270,34 @@ export class RedisResumeStore implements ResumeStore {
           .del(keys.lease)
           .exec()
           .catch(this.warn);
-        if (aliasKey !== undefined) void this.redis.pexpire(aliasKey, retention).catch(this.warn);
+        if (alias !== undefined) this.holdAlias(alias, meta.streamId, retention);
       },
     };
   }
 
   /**
-   * Points an alias key at `streamId`, unless another stream (here or on another instance)
-   * named the alias first: then the key names neither ({@link ALIAS_REUSED}) until every stream
-   * that renews it is gone.
+   * Adds `streamId` to the holders of `alias`: the alias key names it when no other held stream
+   * (here or on another instance) named the alias, else {@link ALIAS_REUSED} until every holder
+   * is gone (cancelled, or its retention over). One `warn` line when the alias becomes reused.
    */
-  private async claimAlias(key: string, alias: string, streamId: string, liveMs: number): Promise<void> {
+  private async claimAlias(alias: string, streamId: string, liveMs: number): Promise<void> {
     try {
-      if ((await this.redis.set(key, streamId, 'PX', liveMs, 'NX')) === 'OK') return;
-      await this.redis.set(key, ALIAS_REUSED, 'PX', liveMs);
-      this.options.logger.warn('resume', { outcome: 'alias-reused', alias: alias.slice(0, 80) });
+      if ((await this.aliasScript(ALIAS_CLAIM, alias, streamId, String(liveMs), ALIAS_REUSED)) === 1) {
+        this.options.logger.warn('resume', { outcome: 'alias-reused', alias: alias.slice(0, 80) });
+      }
     } catch (err) {
       this.warn(err);
     }
   }
 
-  /** Deletes an alias key unless another stream named the alias too. */
-  private async dropAlias(key: string, streamId: string): Promise<void> {
-    try {
-      if ((await this.redis.get(key)) === streamId) await this.redis.del(key);
-    } catch (err) {
-      this.warn(err);
-    }
+  /** Keeps `streamId` a holder of `alias` for `ms` from now. */
+  private holdAlias(alias: string, streamId: string, ms: number): void {
+    void this.aliasScript(ALIAS_HOLD, alias, streamId, String(ms)).catch(this.warn);
+  }
+
+  private aliasScript(script: string, alias: string, ...args: string[]): Promise<unknown> {
+    const key = this.aliasKey(alias);
+    return this.redis.eval(script, 2, key, `${this.options.keyPrefix}ah:${alias}`, ...args);
   }
 
   private aliasKey(alias: string): string {
