@@ -1,5 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Redis } from 'ioredis';
 import { redisAvailable, startRedis, type RedisProcess } from '../../harness/redis';
 import { startTestGateway, type TestGateway } from '../helpers';
 
@@ -178,6 +179,22 @@ withRedis('GET /v1/responses/{id} when two instances sharing Redis got one id fo
     for (const t of [a, b]) for (const query of ['', '?stream=true']) expect((await retrieve(t, 'resp_shared', query)).status).toBe(404);
     const warned = [...a.logs.lines, ...b.logs.lines].filter((l) => l.outcome === 'alias-reused' && l.alias === 'resp_shared');
     expect(warned).toHaveLength(1);
+  }, 30_000);
+
+  it('refuses on its own instance an id whose claim in Redis failed while Redis names another stream', async () => {
+    const other = await fetch(`${a.gateway.url}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', input: 'elsewhere', stream: true }) });
+    const otherStreamId = String(other.headers.get('x-tidegate-stream-id'));
+    await other.text();
+    const control = new Redis(redis.url);
+    try {
+      await control.set('tidegate:a:resp_stuck', otherStreamId);
+      // Not a sorted set: the claim's script fails, as with Redis unreachable.
+      await control.set('tidegate:ah:resp_stuck', 'x');
+      await create(b, 'stuck');
+      for (const query of ['', '?stream=true']) expect((await retrieve(b, 'resp_stuck', query)).status).toBe(404);
+    } finally {
+      control.disconnect();
+    }
   }, 30_000);
 
   it('answers an id again with the next stream once the streams each instance gave it were cancelled', async () => {

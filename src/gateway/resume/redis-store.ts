@@ -164,7 +164,10 @@ export class RedisResumeStore implements ResumeStore {
     // Redis first: a stream on another instance may have named the alias too.
     const shared = await this.redis.get(this.aliasKey(alias));
     if (shared === ALIAS_REUSED) return undefined;
-    return shared ?? (await this.here.resolve(alias));
+    const local = await this.here.resolve(alias);
+    // A stream here named it, Redis names another: a claim that failed left the other's mapping.
+    if (shared !== null && local !== undefined && shared !== local) return undefined;
+    return shared ?? local;
   }
 
   local(streamId: string): ReplayStream | undefined {
