@@ -133,6 +133,18 @@ describe('GET /v1/responses/{id} when the upstream gives one id to two streams',
     expect((await retrieve(t, 'resp_twice')).status).toBe(404);
   });
 
+  it('answers an id with reserved URL characters, and 404s one longer than 256 characters', async () => {
+    const odd = 'a/b c%3F?\u00e9:!';
+    await create(t, odd);
+    const oddId = `resp_${odd}`;
+    const res = await retrieve(t, encodeURIComponent(oddId));
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ id: oddId });
+    const long = 'l'.repeat(300);
+    await create(t, long);
+    expect((await retrieve(t, `resp_${long}`)).status).toBe(404);
+  });
+
   it('answers an id again with the next stream once both streams that named it were cancelled', async () => {
     await expectReusedIdFreedWhenBothCancelled(t, t, 'back');
     expect(t.logs.lines.filter((l) => l.outcome === 'alias-reused' && l.alias === 'resp_back')).toHaveLength(1);
