@@ -8,56 +8,8 @@ import { MemoryResumeStore } from './memory-store';
 import { slowestFollower } from './follow-positions';
 import { followRedis, type RedisStreamKeys } from './redis-follower';
 import type { ReplayStream, ReplayTerminal } from './replay-stream';
+import { addAliasHolder, ALIAS_REUSED, dropAliasHolder, renewAliasHolder, type AliasKeys } from './alias-holders';
 import type { DetachedStreamSnapshot, LogSnapshot, OpenOptions, ResumeStore, StoredStream, StreamMeta } from './store';
-
-/** An alias key's value once two streams named the alias: it resolves to none (never a stream id). */
-const ALIAS_REUSED = '!reused';
-
-// Alias scripts. KEYS: the alias key, its holders (a sorted set: the stream ids that named the
-// alias, each scored by the server time, ms, its stream stops being held). Both keys live as
-// long as the last holder. Redis's own clock, so instances with skewed clocks agree.
-const ALIAS_NOW = `
-if redis.replicate_commands then redis.replicate_commands() end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-`;
-const ALIAS_EXPIRE = `
-local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
-if last[2] == nil then
-  redis.call('DEL', KEYS[1], KEYS[2])
-  return 0
-end
-local ms = math.max(1, tonumber(last[2]) - now)
-redis.call('PEXPIRE', KEYS[1], ms)
-redis.call('PEXPIRE', KEYS[2], ms)
-`;
-/**
- * ARGV: stream id, ms it is held for, {@link ALIAS_REUSED}. Adds the stream to the holders; the
- * alias names it when it is the only one held, else none. Returns 1 when the alias just stopped
- * naming one stream. A reused alias stays so until no holder is left, as in the memory store.
- */
-const ALIAS_CLAIM = `${ALIAS_NOW}
-redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[1])
-local reused = 0
-if redis.call('ZCARD', KEYS[2]) == 1 then
-  redis.call('SET', KEYS[1], ARGV[1])
-else
-  if redis.call('GET', KEYS[1]) ~= ARGV[3] then reused = 1 end
-  redis.call('SET', KEYS[1], ARGV[3])
-end
-${ALIAS_EXPIRE}
-return reused`;
-/** ARGV: stream id, ms it is held for from now. Renews a holder (a running or a finished stream). */
-const ALIAS_HOLD = `${ALIAS_NOW}
-redis.call('ZADD', KEYS[2], 'XX', now + tonumber(ARGV[2]), ARGV[1])
-${ALIAS_EXPIRE}
-return 0`;
-/** ARGV: stream id. Removes a holder (a cancelled stream); the alias goes with its last one. */
-const ALIAS_DROP = `${ALIAS_NOW}
-redis.call('ZREM', KEYS[2], ARGV[1])
-${ALIAS_EXPIRE}
-return 0`;
 
 /** Options of a {@link RedisResumeStore}. */
 export interface RedisStoreOptions {
@@ -260,7 +212,7 @@ export class RedisResumeStore implements ResumeStore {
         this.aliasKeys.delete(meta.streamId);
         if (t.kind === 'cancelled') {
           void this.redis.del(keys.events, keys.meta, keys.lease, keys.followers).catch(this.warn);
-          if (alias !== undefined) void this.aliasScript(ALIAS_DROP, alias, meta.streamId).catch(this.warn);
+          if (alias !== undefined) void dropAliasHolder(this.redis, this.aliasKeyPair(alias), meta.streamId).catch(this.warn);
           return;
         }
         const lastSeq = this.here.local(meta.streamId)?.window.lastSeq ?? 0;
@@ -285,7 +237,7 @@ export class RedisResumeStore implements ResumeStore {
    */
   private async claimAlias(alias: string, streamId: string, liveMs: number): Promise<void> {
     try {
-      if ((await this.aliasScript(ALIAS_CLAIM, alias, streamId, String(liveMs), ALIAS_REUSED)) === 1) {
+      if (await addAliasHolder(this.redis, this.aliasKeyPair(alias), streamId, liveMs)) {
         this.options.logger.warn('resume', { outcome: 'alias-reused', alias: alias.slice(0, 80) });
       }
     } catch (err) {
@@ -295,12 +247,12 @@ export class RedisResumeStore implements ResumeStore {
 
   /** Keeps `streamId` a holder of `alias` for `ms` from now. */
   private holdAlias(alias: string, streamId: string, ms: number): void {
-    void this.aliasScript(ALIAS_HOLD, alias, streamId, String(ms)).catch(this.warn);
+    void renewAliasHolder(this.redis, this.aliasKeyPair(alias), streamId, ms).catch(this.warn);
   }
 
-  private aliasScript(script: string, alias: string, ...args: string[]): Promise<unknown> {
-    const key = this.aliasKey(alias);
-    return this.redis.eval(script, 2, key, `${this.options.keyPrefix}ah:${alias}`, ...args);
+  /** The alias key and its holders' key. */
+  private aliasKeyPair(alias: string): AliasKeys {
+    return { alias: this.aliasKey(alias), holders: `${this.options.keyPrefix}ah:${alias}` };
   }
 
   private aliasKey(alias: string): string {
