@@ -7,13 +7,13 @@ import { startTestGateway, type TestGateway } from '../helpers';
 // An upstream whose response ids repeat (fixed or counter ids): the id two streams share must
 // not hand one client's stream to another through `GET /v1/responses/{id}`.
 
+/** Responses of `#hang` inputs the gateway has not yet closed. */
+const hanging = new Set<http.ServerResponse>();
+
 /**
  * A Responses upstream naming each response `resp_<input>` (up to a `#`), its one delta the input
  * reversed. An input ending in `#hang` gets `response.created` and nothing more.
  */
-/** Responses of `#hang` inputs the gateway has not yet closed. */
-const hanging = new Set<http.ServerResponse>();
-
 function fixedIdUpstream(): http.Server {
   return http.createServer((req, res) => {
     let body = '';
@@ -34,8 +34,7 @@ function fixedIdUpstream(): http.Server {
         hanging.add(res);
         res.on('close', () => hanging.delete(res));
         res.write(frames[0]);
-      }
-      else res.end(frames.join(''));
+      } else res.end(frames.join(''));
     });
   });
 }
@@ -51,6 +50,11 @@ async function create(t: TestGateway, input: string): Promise<string> {
   const res = await fetch(`${t.gateway.url}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', input, stream: true }) });
   expect(res.status).toBe(200);
   return res.text();
+}
+
+/** Polls `check` until it holds, up to `tries` × 20 ms (the gateway's Redis writes and upstream cancels are not awaited by the client). */
+async function eventually(check: () => boolean | Promise<boolean>, tries = 100): Promise<void> {
+  for (let i = 0; i < tries && !(await check()); i++) await new Promise((r) => setTimeout(r, 20));
 }
 
 const retrieve = (t: TestGateway, id: string, query = ''): Promise<Response> => fetch(`${t.gateway.url}/v1/responses/${id}${query}`);
@@ -72,19 +76,16 @@ async function openHanging(t: TestGateway, input: string): Promise<() => Promise
 /** Two running streams name `resp_<input>` (404) and are cancelled; a third then names it and completes: the id answers with the third. */
 async function expectReusedIdFreedWhenBothCancelled(first: TestGateway, second: TestGateway, input: string): Promise<void> {
   const leaving = [await openHanging(first, `${input}#hang`), await openHanging(second, `${input}#hang`)];
-  for (let i = 0; i < 100 && (await retrieve(first, `resp_${input}`)).status !== 404; i++) await new Promise((r) => setTimeout(r, 20));
+  await eventually(async () => (await retrieve(first, `resp_${input}`)).status === 404);
   for (const t of [first, second]) expect((await retrieve(t, `resp_${input}`)).status).toBe(404);
   for (const leave of leaving) await leave();
   // Cancelled upstream once the gateway dropped them (no linger).
-  for (let i = 0; i < 200 && hanging.size > 0; i++) await new Promise((r) => setTimeout(r, 20));
+  await eventually(() => hanging.size === 0, 200);
   expect(hanging.size).toBe(0);
   await create(first, input);
   for (const t of [first, second]) {
-    let res = await retrieve(t, `resp_${input}`);
-    for (let i = 0; i < 100 && res.status !== 200; i++) {
-      await new Promise((r) => setTimeout(r, 20));
-      res = await retrieve(t, `resp_${input}`);
-    }
+    let res!: Response;
+    await eventually(async () => (res = await retrieve(t, `resp_${input}`)).status === 200);
     expect(res.status).toBe(200);
     expect(await res.json()).toMatchObject({ id: `resp_${input}`, output_text: [...input].reverse().join('') });
   }
@@ -174,11 +175,6 @@ withRedis('GET /v1/responses/{id} when two instances sharing Redis got one id fo
     await new Promise((r) => upstream?.close(r));
     await redis?.stop();
   });
-
-  /** Polls `check` until it holds (Redis writes are not awaited by the stream). */
-  async function eventually(check: () => Promise<boolean>): Promise<void> {
-    for (let i = 0; i < 100 && !(await check()); i++) await new Promise((r) => setTimeout(r, 20));
-  }
 
   it('answers a unique id on the other instance, and refuses an id each instance gave a stream', async () => {
     await create(a, 'once');

@@ -56,8 +56,8 @@ export class RedisResumeStore implements ResumeStore {
   private readonly here: MemoryResumeStore;
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly followers = new Set<Redis>();
-  /** Alias key of each stream produced here that has one. */
-  private readonly aliasKeys = new Map<string, string>();
+  /** The alias of each stream produced here that named one (Responses: its `response.id`). */
+  private readonly aliasOfStream = new Map<string, string>();
 
   constructor(private readonly options: RedisStoreOptions) {
     this.redis = new Redis(options.url, { lazyConnect: false, maxRetriesPerRequest: 2, enableOfflineQueue: true });
@@ -82,7 +82,7 @@ export class RedisResumeStore implements ResumeStore {
     const renew = setInterval(() => {
       const renewal = this.redis.multi().set(keys.lease, this.instanceId, 'PX', this.options.leaseMs).pexpire(keys.meta, liveMs).pexpire(keys.events, liveMs);
       void renewal.exec().catch(this.warn);
-      const alias = this.aliasKeys.get(meta.streamId);
+      const alias = this.aliasOfStream.get(meta.streamId);
       if (alias !== undefined) this.holdAlias(alias, meta.streamId, liveMs);
     }, Math.max(10, Math.floor(this.options.leaseMs / 3)));
     const poll = setInterval(() => {
@@ -200,7 +200,7 @@ export class RedisResumeStore implements ResumeStore {
     const liveMs = meta.settings.retentionMs + 2 * this.options.leaseMs;
     return {
       onAlias: (alias) => {
-        this.aliasKeys.set(meta.streamId, alias);
+        this.aliasOfStream.set(meta.streamId, alias);
         void this.claimAlias(alias, meta.streamId, liveMs);
       },
       onAppend: (seq, bytes, firstSeq) => {
@@ -208,8 +208,8 @@ export class RedisResumeStore implements ResumeStore {
       },
       onEnd: (t) => {
         const retention = meta.settings.retentionMs;
-        const alias = this.aliasKeys.get(meta.streamId);
-        this.aliasKeys.delete(meta.streamId);
+        const alias = this.aliasOfStream.get(meta.streamId);
+        this.aliasOfStream.delete(meta.streamId);
         if (t.kind === 'cancelled') {
           void this.redis.del(keys.events, keys.meta, keys.lease, keys.followers).catch(this.warn);
           if (alias !== undefined) void dropAliasHolder(this.redis, this.aliasKeyPair(alias), meta.streamId).catch(this.warn);
