@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { addAliasHolder, ALIAS_REUSED, dropAliasHolder, renewAliasHolder, type AliasKeys } from '../../../src/gateway/resume/alias-holders';
+import { addAliasHolder, ALIAS_REUSED, aliasTransaction, dropAliasHolder, queueAliasHold, renewAliasHolder, type AliasKeys } from '../../../src/gateway/resume/alias-holders';
 import { redisAvailable, startRedis, type RedisProcess } from '../../harness/redis';
 
 // The alias scripts on a real redis-server: who an alias names as streams name it, renew it
@@ -74,6 +74,23 @@ run('alias holders in Redis', () => {
     expect(await redis.zrange(keys.holders, '0', '-1')).toEqual(['s1']);
     // Still reused: an alias that named two streams names none until every holder is gone.
     expect(await redis.get(keys.alias)).toBe(ALIAS_REUSED);
+  });
+
+  it('renews in one transaction with other commands, on a connection that never ran the script', async () => {
+    const keys = keysOf();
+    await addAliasHolder(redis, keys, 's1', 5_000);
+    const fresh = new Redis(server.url, { maxRetriesPerRequest: 1 });
+    try {
+      const multi = aliasTransaction(fresh).set(`${keys.alias}:lease`, 'i1', 'PX', 60_000);
+      queueAliasHold(multi, keys, 's1', 60_000);
+      const results = await multi.exec();
+      expect(results?.map(([err]) => err)).toEqual([null, null]);
+    } finally {
+      fresh.disconnect();
+    }
+    expect(await redis.get(`${keys.alias}:lease`)).toBe('i1');
+    expect(await redis.pttl(keys.alias)).toBeGreaterThan(50_000);
+    expect(await redis.get(keys.alias)).toBe('s1');
   });
 
   it('renews only a stream that holds it', async () => {

@@ -159,10 +159,11 @@ withRedis('GET /v1/responses/{id} when two instances sharing Redis got one id fo
   let upstream: http.Server;
   let a: TestGateway;
   let b: TestGateway;
+  let upstreamUrl: string;
   beforeAll(async () => {
     redis = await startRedis();
     upstream = fixedIdUpstream();
-    const url = await listen(upstream);
+    const url = (upstreamUrl = await listen(upstream));
     const gateway = (): Promise<TestGateway> =>
       startTestGateway({
         config: { stream: { heartbeatMs: 0 }, retry: { maxAttempts: 1 }, upstream: { url }, redis: { url: redis.url, leaseMs: 600 } },
@@ -202,6 +203,28 @@ withRedis('GET /v1/responses/{id} when two instances sharing Redis got one id fo
       for (const query of ['', '?stream=true']) expect((await retrieve(b, 'resp_stuck', query)).status).toBe(404);
     } finally {
       control.disconnect();
+    }
+  }, 30_000);
+
+  it('keeps a running stream the holder of its id past the time its claim gave it', async () => {
+    // A claim holds for retentionMs + 2 × leaseMs (700 ms here): only the renewal beside the lease keeps it.
+    const short = await startTestGateway({
+      config: { stream: { heartbeatMs: 0 }, retry: { maxAttempts: 1 }, upstream: { url: upstreamUrl }, redis: { url: redis.url, leaseMs: 300 } },
+      routes: [{ path: '/v1/responses', provider: 'openai', resume: { store: 'redis', lingerMs: 0, retentionMs: 100 } }],
+    });
+    const control = new Redis(redis.url);
+    try {
+      const leave = await openHanging(short, 'held#hang');
+      await eventually(async () => (await control.exists('tidegate:a:resp_held')) === 1);
+      const named = await control.get('tidegate:a:resp_held');
+      expect(named).not.toBeNull();
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(await control.get('tidegate:a:resp_held')).toBe(named);
+      expect(await control.zrange('tidegate:ah:resp_held', '0', '-1')).toEqual([named]);
+      await leave();
+    } finally {
+      control.disconnect();
+      await short.close();
     }
   }, 30_000);
 

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { ChainableCommander, Redis } from 'ioredis';
 
 // An alias (a provider's own id of a stream, e.g. a Responses `response.id`) is two keys: the
 // alias key, naming one stream id or `!reused`, and a sorted set of its holders, the streams
@@ -90,6 +90,24 @@ export async function addAliasHolder(redis: Redis, keys: AliasKeys, streamId: st
 /** Keeps `streamId`, already a holder, held for `ms` from now (a running stream's renewal, a finished one's retention). */
 export function renewAliasHolder(redis: Redis, keys: AliasKeys, streamId: string, ms: number): Promise<unknown> {
   return commands(redis).tidegateAliasHold(keys.alias, keys.holders, streamId, String(ms));
+}
+
+/**
+ * A transaction (`MULTI`) on `redis` that {@link queueAliasHold} can add to: ioredis gives a
+ * transaction the scripts defined before it was opened.
+ */
+export function aliasTransaction(redis: Redis): ChainableCommander {
+  commands(redis);
+  return redis.multi();
+}
+
+/**
+ * Queues in `multi` (from {@link aliasTransaction}) what {@link renewAliasHolder} does, so that a
+ * running stream renews its alias in the same round trip as its lease. Its result is the
+ * transaction's.
+ */
+export function queueAliasHold(multi: ChainableCommander, keys: AliasKeys, streamId: string, ms: number): void {
+  (multi as unknown as Record<'tidegateAliasHold', (...args: string[]) => unknown>).tidegateAliasHold(keys.alias, keys.holders, streamId, String(ms));
 }
 
 /** Removes holder `streamId` (its stream was cancelled); both keys go with the last holder. */

@@ -8,7 +8,7 @@ import { MemoryResumeStore } from './memory-store';
 import { slowestFollower } from './follow-positions';
 import { followRedis, type RedisStreamKeys } from './redis-follower';
 import type { ReplayStream, ReplayTerminal } from './replay-stream';
-import { addAliasHolder, ALIAS_REUSED, dropAliasHolder, renewAliasHolder, type AliasKeys } from './alias-holders';
+import { addAliasHolder, ALIAS_REUSED, aliasTransaction, dropAliasHolder, queueAliasHold, renewAliasHolder, type AliasKeys } from './alias-holders';
 import type { DetachedStreamSnapshot, LogSnapshot, OpenOptions, ResumeStore, StoredStream, StreamMeta } from './store';
 
 /** Options of a {@link RedisResumeStore}. */
@@ -78,12 +78,13 @@ export class RedisResumeStore implements ResumeStore {
       .exec()
       .catch(this.warn);
     const stream = this.here.open(source, meta, options);
-    // Renew the lease; read where the slowest reader on another instance is.
+    // Renew the lease (and the stream's hold on its alias, in the same round trip); read where
+    // the slowest reader on another instance is.
     const renew = setInterval(() => {
-      const renewal = this.redis.multi().set(keys.lease, this.instanceId, 'PX', this.options.leaseMs).pexpire(keys.meta, liveMs).pexpire(keys.events, liveMs);
-      void renewal.exec().catch(this.warn);
+      const renewal = aliasTransaction(this.redis).set(keys.lease, this.instanceId, 'PX', this.options.leaseMs).pexpire(keys.meta, liveMs).pexpire(keys.events, liveMs);
       const alias = this.aliasOfStream.get(meta.streamId);
-      if (alias !== undefined) this.holdAlias(alias, meta.streamId, liveMs);
+      if (alias !== undefined) queueAliasHold(renewal, this.aliasKeyPair(alias), meta.streamId, liveMs);
+      void renewal.exec().then(this.warnFailed, this.warn);
     }, Math.max(10, Math.floor(this.options.leaseMs / 3)));
     const poll = setInterval(() => {
       slowestFollower(this.redis, keys.followers).then((seq) => stream.follow(seq), this.warn);
@@ -266,6 +267,12 @@ export class RedisResumeStore implements ResumeStore {
 
   private readonly warn = (err: unknown): void => {
     this.options.logger.warn('redis', { error: err instanceof Error ? err.message : String(err) });
+  };
+
+  /** Warns of a transaction's first failed command: ioredis resolves `exec()` with each command's error beside its result. */
+  private readonly warnFailed = (results: [Error | null, unknown][] | null): void => {
+    const failed = results?.find(([err]) => err !== null);
+    if (failed !== undefined) this.warn(failed[0]);
   };
 }
 
