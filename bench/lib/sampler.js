@@ -19,10 +19,14 @@ function readRssKb(pid) {
   }
 }
 
-/** CPU seconds (user + system) of one process. */
-function readCpuS(pid) {
+/**
+ * CPU seconds (user + system) of one process, all its threads; with `mainThread`, of its main
+ * thread only (`/proc/<pid>/task/<pid>/stat`: the event loop's JavaScript, and whatever GC work
+ * V8 does not hand to its helper threads).
+ */
+function readCpuS(pid, mainThread = false) {
   try {
-    const s = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const s = fs.readFileSync(mainThread ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`, 'utf8');
     // comm may contain spaces: fields after the closing paren start at field 3 (state).
     const rest = s.slice(s.lastIndexOf(')') + 2).split(' ');
     return (Number(rest[11]) + Number(rest[12])) / clkTck; // fields 14 and 15
@@ -63,11 +67,13 @@ class Sampler {
   read() {
     let rssKb = 0;
     let cpuS = 0;
+    let mainCpuS = 0;
     for (const p of this.pids) {
       rssKb += readRssKb(p);
       cpuS += readCpuS(p);
+      mainCpuS += readCpuS(p, true);
     }
-    return { tMs: Date.now() - this.t0, rssMb: rssKb / 1024, cpuS };
+    return { tMs: Date.now() - this.t0, rssMb: rssKb / 1024, cpuS, mainCpuS };
   }
   startSampling() {
     this.t0 = Date.now();

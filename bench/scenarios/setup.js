@@ -2,7 +2,10 @@
 // SETUP: stream set-up rate. Streams are opened at a steady rate (e.g. 250, 500, 1000 per second)
 // for a few seconds; each gets its first event with the upstream's response headers, one more
 // event ~200 ms later, and ends. Measures time to first byte and to the first event (p50, p99),
-// and the proxy's CPU per stream (set-up, two events, teardown), against "direct" (no proxy).
+// and the proxy's CPU per stream (set-up, two events, teardown), against "direct" (no proxy):
+// all its threads', and its main thread's alone. A Node proxy's requests queue behind its main
+// thread (its event loop), so near saturation its TTFB follows the main thread's figure; V8's
+// helper threads (parallel GC, the optimizing compiler) add to the first on other cores.
 //
 // One run's TTFB p99 for the same proxy can differ 4× between back-to-back runs on a shared
 // machine, more than the gaps the page compares. So every target (direct too) runs all its rates
@@ -50,6 +53,7 @@ function mergeRate(xs) {
     allEnded: ok.length === xs.length && ok.every((x) => x.allEnded),
     cpuS: pick((x) => x.cpuS),
     cpuMsPerStream: pick((x) => x.cpuMsPerStream),
+    mainCpuMsPerStream: pick((x) => x.mainCpuMsPerStream),
     ttfbP99Runs: xs.map((x) => (x ? x.ttfbMs.p99 : null)),
     cpuMsPerStreamRuns: xs.map((x) => (x ? x.cpuMsPerStream : null)),
   };
@@ -74,12 +78,14 @@ async function runTarget(hn, t, p, direct) {
     for (const rate of p.ratesPerS) {
       const streams = Math.round((rate * p.openForMs) / 1000);
       await hn.upCtl('/_config', { rate: 5, eventBytes: p.eventBytes, durationMs: p.streamMs, maxBytes: 1 << 30, ts: false, tickMs: 10, firstEventNow: true });
-      const cpu0 = h.direct ? null : h.sampler.read().cpuS;
+      const cpu0 = h.direct ? null : h.sampler.read();
       const t0 = Date.now();
       await hn.loadCall({ cmd: 'start', spec: { port: h.port, path: t.path, clients: streams, modes: ['fast'], openRatePerS: rate, tagPrefix: `su${rate}-` } }, 'started', p.openForMs + 30000);
       const pr = await hn.waitProgress((x) => x.ended >= x.total, p.streamMs + p.settleMaxMs);
       const wallS = (Date.now() - t0) / 1000;
-      const cpuS = h.direct ? null : h.sampler.read().cpuS - cpu0;
+      const cpu1 = h.direct ? null : h.sampler.read();
+      const cpuS = h.direct ? null : cpu1.cpuS - cpu0.cpuS;
+      const mainCpuS = h.direct ? null : cpu1.mainCpuS - cpu0.mainCpuS;
       const res = await hn.loadCall({ cmd: 'stop', drainMs: 0 }, 'result', 60000);
       const ok = res.clients.filter((c) => c.status === 200);
       byRate.push({
@@ -95,6 +101,7 @@ async function runTarget(hn, t, p, direct) {
         allEnded: pr.ended >= pr.total,
         cpuS,
         cpuMsPerStream: cpuS === null ? null : (cpuS * 1000) / streams,
+        mainCpuMsPerStream: mainCpuS === null ? null : (mainCpuS * 1000) / streams,
       });
       await procs.sleep(hn.quick ? 200 : 1000); // let TIME_WAIT and GC settle between rates
     }
@@ -123,11 +130,11 @@ async function run(hn) {
   const lines = [];
   for (const [n, r] of Object.entries(rows)) {
     if (r.error) lines.push([n, 'ERROR: ' + r.error.slice(0, 60)]);
-    else for (const x of r.byRate) lines.push([n, x.ratePerS, x.ttfbMs.p50?.toFixed(2), x.ttfbMs.p99?.toFixed(2), x.firstEventMs.p99?.toFixed(2), x.cpuMsPerStream?.toFixed(3) ?? 'n/a', `${x.completed}/${x.streamsTotal}`, x.refused + x.failed, every(x.ttfbP99Runs)]);
+    else for (const x of r.byRate) lines.push([n, x.ratePerS, x.ttfbMs.p50?.toFixed(2), x.ttfbMs.p99?.toFixed(2), x.firstEventMs.p99?.toFixed(2), x.cpuMsPerStream?.toFixed(3) ?? 'n/a', x.mainCpuMsPerStream?.toFixed(3) ?? 'n/a', `${x.completed}/${x.streamsTotal}`, x.refused + x.failed, every(x.ttfbP99Runs)]);
   }
   table(
     `SETUP: streams opened at a steady rate for ${p.openForMs / 1000} s, each ~${p.streamMs} ms long${repeats > 1 ? `, median of ${repeats} runs` : ''}`,
-    ['target', 'opened/s', 'TTFB p50 ms', 'TTFB p99 ms', '1st event p99 ms', 'CPU ms/stream', 'completed', 'refused+failed', 'TTFB p99 ms, every run'],
+    ['target', 'opened/s', 'TTFB p50 ms', 'TTFB p99 ms', '1st event p99 ms', 'CPU ms/stream', 'main thread ms/stream', 'completed', 'refused+failed', 'TTFB p99 ms, every run'],
     lines,
   );
 }
