@@ -107,7 +107,7 @@ export function aliasTransaction(redis: Redis): ChainableCommander {
  * transaction's.
  */
 export function queueAliasHold(multi: ChainableCommander, keys: AliasKeys, streamId: string, ms: number): void {
-  (multi as unknown as Record<'tidegateAliasHold', (...args: string[]) => unknown>).tidegateAliasHold(keys.alias, keys.holders, streamId, String(ms));
+  void (multi as unknown as AliasCommands).tidegateAliasHold(keys.alias, keys.holders, streamId, String(ms));
 }
 
 /** Removes holder `streamId` (its stream was cancelled); both keys go with the last holder. */

@@ -76,7 +76,7 @@ export class RedisResumeStore implements ResumeStore {
       .set(keys.meta, JSON.stringify(meta), 'PX', liveMs)
       .set(keys.lease, this.instanceId, 'PX', this.options.leaseMs)
       .exec()
-      .catch(this.warn);
+      .then(this.warnFailed, this.warn);
     const stream = this.here.open(source, meta, options);
     // Renew the lease (and the stream's hold on its alias, in the same round trip); read where
     // the slowest reader on another instance is.
@@ -225,7 +225,7 @@ export class RedisResumeStore implements ResumeStore {
           .pexpire(keys.meta, retention)
           .del(keys.lease)
           .exec()
-          .catch(this.warn);
+          .then(this.warnFailed, this.warn);
         if (alias !== undefined) this.holdAlias(alias, meta.streamId, retention);
       },
     };
