@@ -488,3 +488,6 @@ function sameOrigin(location: string, url: string): boolean {
 
 /** A status node-fetch follows as a redirect. */
 export const isRedirect = (status: number): boolean => status === 301 || status === 302 || status === 303 || status === 307 || status === 308;
+
+/** A status of the 3xx (Redirection) class, RFC 9110 §15.4: followable or not. */
+export const is3xx = (status: number): boolean => status >= 300 && status <= 399;

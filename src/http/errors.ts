@@ -16,18 +16,20 @@ export class UpstreamHttpError extends TidegateError {
 }
 
 /**
- * Why a redirect was not followed: the route does not follow redirects (`not-followed`), the
- * upstream redirected more times than a call follows (`too-many`, a loop), or it pointed off the
- * upstream's origin (`other-origin`).
+ * Why a 3xx answer was not followed: the route does not follow redirects (`not-followed`), the
+ * upstream redirected more times than a call follows (`too-many`, a loop), it pointed off the
+ * upstream's origin (`other-origin`), or the 3xx is not a redirect a call can follow
+ * (`unfollowable`: 300, 304, 305, 306, any other 3xx, or a 301–308 without a `Location`).
  */
-export type RedirectRefusal = 'not-followed' | 'too-many' | 'other-origin';
+export type RedirectRefusal = 'not-followed' | 'too-many' | 'other-origin' | 'unfollowable';
 
 /**
- * The upstream answered a redirect the call does not follow (`ERR_TIDEGATE_UPSTREAM_REDIRECT`,
- * HTTP 502 to the client, never retried): a redirect would send the request body (and, to the
- * same host, the upstream key) to an address nobody configured. `upstreamStatus` is the last 3xx,
- * `reason` says why it was not followed; the `Location` is not kept, so no upstream address
- * reaches a client or a log.
+ * The upstream answered a 3xx the call does not follow (`ERR_TIDEGATE_UPSTREAM_REDIRECT`, HTTP
+ * 502 to the client, never retried): a redirect would send the request body (and, to the same
+ * host, the upstream key) to an address nobody configured, and any other 3xx (300, 304, 305) is
+ * no answer to a model request either, so no 3xx reaches a client as it came. `upstreamStatus`
+ * is the last 3xx, `reason` says why it was not followed; neither the `Location` nor the body is
+ * kept, so no upstream address reaches a client or a log.
  */
 export class UpstreamRedirectError extends TidegateError {
   constructor(
@@ -42,7 +44,9 @@ export class UpstreamRedirectError extends TidegateError {
         ? `${upstream} kept redirecting (HTTP ${upstreamStatus} after ${MAX_REDIRECTS} redirects, a loop?): configure the address it ends at`
         : reason === 'other-origin'
           ? `${upstream} answered HTTP ${upstreamStatus} (a redirect) to another origin; redirects are followed on the upstream's own origin only: configure the address it points to`
-          : `${upstream} answered HTTP ${upstreamStatus} (a redirect); redirects are not followed: configure the address it points to`,
+          : reason === 'unfollowable'
+            ? `${upstream} answered HTTP ${upstreamStatus}, a 3xx with no redirect to follow: check the route's upstream address`
+            : `${upstream} answered HTTP ${upstreamStatus} (a redirect); redirects are not followed: configure the address it points to`,
     );
   }
 }

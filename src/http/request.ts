@@ -1,6 +1,6 @@
 import type { Response } from 'node-fetch';
 import type { Flow } from '../flow/flow';
-import { isRedirect, UpstreamCall, type CallRequest, type UpstreamRequest } from './call';
+import { is3xx, isRedirect, UpstreamCall, type CallRequest, type UpstreamRequest } from './call';
 import { DEFAULT_MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES, UpstreamHttpError, UpstreamNotStreamError, UpstreamRedirectError } from './errors';
 import { retryAfterMs } from './retry';
 
@@ -50,8 +50,9 @@ export interface UpstreamBody {
  * Sends `request` through node-fetch (keep-alive agent, `Accept-Encoding: identity`, since a
  * compressed SSE body delays or breaks streaming) and resolves once the upstream answered.
  *
- * Errors: {@link UpstreamHttpError} for a non-2xx status (status and body text, at most
- * {@link MAX_ERROR_BODY_BYTES}, kept for pass-through); {@link UpstreamNotStreamError} for a 2xx
+ * Errors: {@link UpstreamHttpError} for a 4xx or 5xx status (status and body text, at most
+ * {@link MAX_ERROR_BODY_BYTES}, kept for pass-through); {@link UpstreamRedirectError} for any 3xx
+ * not followed (see `followRedirects`); {@link UpstreamNotStreamError} for a 2xx
  * whose body is not `text/event-stream` (the body is not read, the request is aborted);
  * {@link UpstreamBodyTooLargeError} for a longer error body; {@link UpstreamResetError} when the
  * connection fails; `TimeoutError` (`connect`, `first`); the signal's abort reason when aborted.
@@ -74,16 +75,19 @@ export async function openUpstreamStream(request: UpstreamRequest): Promise<Upst
 }
 
 /**
- * A 3xx answer the call was not told to follow, or one it refused to follow (too many, another
- * origin: see `followRedirects`), ends it with {@link UpstreamRedirectError}, its body unread.
+ * A 3xx final answer ends the call with {@link UpstreamRedirectError}, its body unread: one the
+ * call refused to follow (too many, another origin: see `followRedirects`), a redirect it was not
+ * told to follow, or a 3xx nothing can follow (300, 304, 305, a redirect without `Location`).
  */
 function refuseRedirect(call: UpstreamCall, response: Response): void {
-  if (!isRedirect(response.status)) return;
-  const refused = call.refusedRedirect;
-  const follow = call.request.followRedirects;
-  if (refused === undefined && (follow === true || follow === 'same-origin')) return;
+  const { status } = response;
+  if (!is3xx(status)) return;
   call.release();
-  throw refused ?? new UpstreamRedirectError(response.status, call.request.route);
+  if (call.refusedRedirect !== undefined) throw call.refusedRedirect;
+  const follow = call.request.followRedirects;
+  // A call that follows redirects resolves with a 3xx only when node-fetch could not follow it.
+  const following = follow === true || follow === 'same-origin';
+  throw new UpstreamRedirectError(status, call.request.route, isRedirect(status) && !following ? 'not-followed' : 'unfollowable');
 }
 
 /**
@@ -91,7 +95,8 @@ function refuseRedirect(call: UpstreamCall, response: Response): void {
  * timeouts as {@link openUpstreamStream}; the first-byte deadline covers the status line. The
  * body is read incrementally up to `maxBodyBytes` (an error body up to 64 KiB).
  *
- * Errors: {@link UpstreamHttpError} for a non-2xx status (body kept for pass-through),
+ * Errors: {@link UpstreamHttpError} for a 4xx or 5xx status (body kept for pass-through),
+ * {@link UpstreamRedirectError} for any 3xx not followed (see `followRedirects`),
  * {@link UpstreamBodyTooLargeError} for a longer body (the request aborted, its socket
  * destroyed), {@link UpstreamResetError} (with the answered `status` when the body broke),
  * `TimeoutError`, the signal's reason.

@@ -3,7 +3,7 @@ import { SseConnectionError, SseHttpError } from '../../errors';
 import { Flow } from '../../flow/flow';
 import type { Subscriber, Subscription } from '../../flow/types';
 import type { SseEvent } from '../../sse/codec/parser';
-import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_FIRST_BYTE_TIMEOUT_MS, isRedirect, type FollowRedirects } from '../../http/call';
+import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_FIRST_BYTE_TIMEOUT_MS, is3xx, isRedirect, type FollowRedirects } from '../../http/call';
 import { UpstreamHttpError, UpstreamRedirectError, UpstreamResetError, UpstreamUnreachableError } from '../../http/errors';
 import type { AbortSignalLike } from '../../http/abort-signal-like';
 
@@ -58,7 +58,7 @@ export interface ResumableRequest {
  * before it is subscribed and asks.
  *
  * Errors (rejection): {@link UpstreamHttpError} for an HTTP error before the first connection
- * opened, {@link UpstreamUnreachableError} when its last attempt could not connect at all
+ * opened, {@link UpstreamRedirectError} for a 3xx it did not follow, {@link UpstreamUnreachableError} when its last attempt could not connect at all
  * (refused, unresolvable, no route), {@link UpstreamResetError} when it failed otherwise, the
  * signal's reason.
  */
@@ -96,15 +96,19 @@ export function openResumableStream(request: ResumableRequest): Promise<Flow<Sse
         request.onOpen?.();
         resolve(handoff.flow);
       },
-      onReconnect: request.onReconnect === undefined ? undefined : ({ error }) => request.onReconnect?.(mapError(error, request.route)),
+      onReconnect: request.onReconnect === undefined ? undefined : ({ error }) => request.onReconnect?.(mapError(error, request.route, request.followRedirects)),
     });
-    handoff.onEarlyError = (err) => reject(mapError(err, request.route));
+    handoff.onEarlyError = (err) => reject(mapError(err, request.route, request.followRedirects));
     flow.subscribeWith(handoff);
   });
 }
 
-function mapError(err: unknown, route?: string): unknown {
-  if (err instanceof SseHttpError && isRedirect(err.status)) return new UpstreamRedirectError(err.status, route);
+function mapError(err: unknown, route?: string, follow?: FollowRedirects): unknown {
+  // connectSse hands back any 3xx it did not follow; none reaches the client as it came.
+  if (err instanceof SseHttpError && is3xx(err.status)) {
+    const following = follow === true || follow === 'same-origin';
+    return new UpstreamRedirectError(err.status, route, isRedirect(err.status) && !following ? 'not-followed' : 'unfollowable');
+  }
   if (err instanceof UpstreamRedirectError) return new UpstreamRedirectError(err.upstreamStatus, route, err.reason);
   if (err instanceof SseHttpError) return new UpstreamHttpError(err.status, err.body, err.contentType, err.retryAfterMs);
   if (err instanceof SseConnectionError) {
