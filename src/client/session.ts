@@ -5,6 +5,7 @@ import type { Subscriber, Subscription } from '../flow/types';
 import type { SseEvent } from '../sse/codec/parser';
 import { sseDecode } from '../sse/operators/sse-decode';
 import { UpstreamRedirectError } from '../http/errors';
+import { isMediaType } from '../http/media-type';
 import { retryAfterMs as parseRetryAfter } from '../http/retry';
 import { tapBytes, type BodyTap } from './body-tap';
 import type { ResolvedSseOptions, SseResponseInfo } from './options';
@@ -139,7 +140,7 @@ export class SseSession implements Subscription {
       this.finish(false, undefined); // WHATWG §9.2.3: 204 No Content stops reconnection
       return;
     }
-    const isStream = contentType !== undefined && contentType.split(';')[0].trim().toLowerCase() === 'text/event-stream';
+    const isStream = isMediaType(contentType, 'text/event-stream');
     // §9.2.3: only a 200 with `text/event-stream` announces the connection; any other status
     // fails it (204 above stops). 429 and 5xx are retried below: a deliberate deviation.
     if (status === 200 && isStream) {

@@ -1,4 +1,5 @@
 import { TidegateError } from '../errors';
+import { isMediaType } from './media-type';
 
 /**
  * The upstream answered with an HTTP error before streaming (`ERR_TIDEGATE_UPSTREAM_STATUS`).
@@ -150,7 +151,9 @@ export class UpstreamBodyTooLargeError extends TidegateError {
 /**
  * A streaming request was answered 2xx with a body that is not `text/event-stream`
  * (`ERR_TIDEGATE_UPSTREAM_NOT_STREAM`, HTTP 502 to the client). The body is not read: the
- * upstream request is aborted at once, and never retried (the upstream did answer).
+ * upstream request is aborted at once, and never retried (the upstream did answer). The message
+ * reaches the client, so it names no upstream text: it says whether the upstream sent no content
+ * type, JSON or another one; `contentType` keeps the value.
  */
 export class UpstreamNotStreamError extends TidegateError {
   /** HTTP status when it ends a response before its headers. */
@@ -158,11 +161,12 @@ export class UpstreamNotStreamError extends TidegateError {
 
   constructor(
     readonly upstreamStatus: number,
-    /** The upstream's `Content-Type`, `undefined` when it sent none. */
+    /** The upstream's `Content-Type` as it sent it (for the caller, not for clients), `undefined` when it sent none. */
     readonly contentType: string | undefined,
     route = '',
   ) {
-    super('ERR_TIDEGATE_UPSTREAM_NOT_STREAM', `upstream${route ? ` for route ${route}` : ''} answered HTTP ${upstreamStatus} with ${contentType ?? 'no content type'}, not text/event-stream`);
+    const sent = contentType === undefined || contentType === '' ? 'no content type' : isMediaType(contentType, 'application/json') ? 'application/json' : 'another content type';
+    super('ERR_TIDEGATE_UPSTREAM_NOT_STREAM', `upstream${route ? ` for route ${route}` : ''} answered HTTP ${upstreamStatus} with ${sent}, not text/event-stream`);
   }
 }
 

@@ -2,6 +2,7 @@ import type { Response } from 'node-fetch';
 import type { Flow } from '../flow/flow';
 import { is3xx, isRedirect, UpstreamCall, type CallRequest, type UpstreamRequest } from './call';
 import { DEFAULT_MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES, UpstreamHttpError, UpstreamNotStreamError, UpstreamRedirectError } from './errors';
+import { isMediaType } from './media-type';
 import { retryAfterMs } from './retry';
 
 export { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_FIRST_BYTE_TIMEOUT_MS } from './call';
@@ -62,7 +63,7 @@ export async function openUpstreamStream(request: UpstreamRequest): Promise<Upst
   const response = await call.send({ accept: 'text/event-stream' });
   refuseRedirect(call, response);
   const contentType = response.headers.get('content-type') ?? undefined;
-  if (response.ok && !contentType?.startsWith('text/event-stream')) {
+  if (response.ok && !isMediaType(contentType, 'text/event-stream')) {
     call.release();
     throw new UpstreamNotStreamError(response.status, contentType, request.route);
   }
