@@ -40,10 +40,16 @@ describe('an upstream 3xx that is not a redirect to follow', () => {
         { ...route, path: `/${status}/follow/v1/chat/completions`, followRedirects: true },
         { ...route, path: `/${status}/follow-resume/v1/chat/completions`, followRedirects: true, resume: true },
         { ...route, provider: 'anthropic', url: `${base}/${status}/v1/messages`, path: `/${status}/anthropic/v1/messages` },
+        { provider: 'passthrough', url: `${base}/${status}/events`, path: `/${status}/resumable/v1/chat/completions`, resumable: true },
+        { provider: 'passthrough', url: `${base}/${status}/events`, path: `/${status}/follow-resumable/v1/chat/completions`, resumable: true, followRedirects: true },
       );
     }
     const noLocation = { provider: 'openai', url: `${base}/307/v1/chat/completions`, apiKey: 'sk-test', followRedirects: true };
-    routes.push({ ...noLocation, path: '/307/follow/v1/chat/completions' }, { ...noLocation, path: '/307/follow-resume/v1/chat/completions', resume: true });
+    routes.push(
+      { ...noLocation, path: '/307/follow/v1/chat/completions' },
+      { ...noLocation, path: '/307/follow-resume/v1/chat/completions', resume: true },
+      { provider: 'passthrough', url: `${base}/307/events`, path: '/307/follow-resumable/v1/chat/completions', resumable: true, followRedirects: true },
+    );
     const config = parseConfig({ port: 0, retry: { baseDelayMs: 1, maxAttempts: 3 }, routes });
     gateway = await startGateway(config, { logger: createLogger({ transports: [logs] }) });
   });
@@ -55,6 +61,10 @@ describe('an upstream 3xx that is not a redirect to follow', () => {
 
   async function call(path: string, stream: boolean): Promise<{ status: number; text: string; location: string | null }> {
     const anthropic = path.includes('/anthropic/');
+    if (path.includes('resumable/')) {
+      const res = await fetch(`${gateway.url}${path}`, { signal: AbortSignal.timeout(10_000) });
+      return { status: res.status, text: await res.text(), location: res.headers.get('location') };
+    }
     const res = await fetch(`${gateway.url}${path}`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...(anthropic ? { 'anthropic-version': '2023-06-01' } : {}) },
@@ -71,17 +81,23 @@ describe('an upstream 3xx that is not a redirect to follow', () => {
     [300, 'resume', true],
     [300, 'follow', true],
     [300, 'follow-resume', true],
+    [300, 'resumable', true],
+    [300, 'follow-resumable', true],
     [304, 'bytes', true],
     [304, 'events', true],
     [304, 'nonstream', false],
     [304, 'resume', true],
     [304, 'follow', true],
+    [304, 'resumable', true],
+    [304, 'follow-resumable', true],
     [305, 'bytes', true],
     [305, 'nonstream', false],
     [305, 'resume', true],
     [305, 'follow', true],
+    [305, 'resumable', true],
     [307, 'follow', true],
     [307, 'follow-resume', true],
+    [307, 'follow-resumable', true],
   ])('HTTP %s answers a typed 502 without its Location or body, not retried (%s, stream: %s)', async (upstreamStatus, kind, stream) => {
     const before = calls.get(String(upstreamStatus)) ?? 0;
     const { status, text, location } = await call(`/${upstreamStatus}/${kind}/v1/chat/completions`, stream);

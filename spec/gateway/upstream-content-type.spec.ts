@@ -6,9 +6,9 @@ import { listen } from '../harness/net';
 import { CaptureTransport } from './helpers';
 
 /**
- * Every stream relay takes the upstream's event stream whatever the case of its media type and
- * the whitespace before its parameters (RFC 9110 §8.3.1), and a 2xx that is no event stream gets
- * the typed 502 without the upstream's header value in it.
+ * Every stream relay, resumable ones included, takes the upstream's event stream whatever the
+ * case of its media type and the whitespace before its parameters (RFC 9110 §8.3.1), and a 2xx
+ * that opens no stream gets the typed 502, without the upstream's header value or body in it.
  */
 describe('the content type of an upstream stream', () => {
   let upstream: Awaited<ReturnType<typeof listen>>;
@@ -19,6 +19,10 @@ describe('the content type of an upstream stream', () => {
   beforeAll(async () => {
     upstream = await listen((req: http.IncomingMessage, res: http.ServerResponse) => {
       req.resume();
+      if ((req.url ?? '').startsWith('/created/')) {
+        res.writeHead(201, { 'content-type': 'text/event-stream' }).end(`${chunk}data: [DONE]\n\n`);
+        return;
+      }
       if ((req.url ?? '').startsWith('/html/')) {
         res.writeHead(200, { 'content-type': 'text/html; note=sk-upstream-secret' }).end('<html>upstream-body</html>');
         return;
@@ -37,6 +41,10 @@ describe('the content type of an upstream stream', () => {
         { ...route, path: '/resume/v1/chat/completions', resume: true },
         { ...html, path: '/other-bytes/v1/chat/completions' },
         { ...html, path: '/other-events/v1/chat/completions', policy: { relay: 'events' } },
+        { ...html, path: '/other-resume/v1/chat/completions', resume: true },
+        { provider: 'passthrough', url: `${base}/sse/events`, path: '/resumable/v1/chat/completions', resumable: true, terminator: { data: '[DONE]' } },
+        { provider: 'passthrough', url: `${base}/html/events`, path: '/other-resumable/v1/chat/completions', resumable: true },
+        { provider: 'passthrough', url: `${base}/created/events`, path: '/created-resumable/v1/chat/completions', resumable: true },
       ],
     });
     gateway = await startGateway(config, { logger: createLogger({ transports: [logs] }) });
@@ -48,6 +56,10 @@ describe('the content type of an upstream stream', () => {
   });
 
   async function call(path: string): Promise<{ status: number; text: string }> {
+    if (path.includes('resumable/')) {
+      const res = await fetch(`${gateway.url}${path}`, { signal: AbortSignal.timeout(10_000) });
+      return { status: res.status, text: await res.text() };
+    }
     const res = await fetch(`${gateway.url}${path}`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -57,14 +69,14 @@ describe('the content type of an upstream stream', () => {
     return { status: res.status, text: await res.text() };
   }
 
-  it.each(['/bytes', '/events', '/resume'])('is matched case-insensitively, whitespace before its parameters allowed (%s)', async (prefix) => {
+  it.each(['/bytes', '/events', '/resume', '/resumable'])('is matched case-insensitively, whitespace before its parameters allowed (%s)', async (prefix) => {
     const { status, text } = await call(`${prefix}/v1/chat/completions`);
     expect(status).toBe(200);
     expect(text).toContain('"content":"spelled"');
     expect(text).toContain('data: [DONE]');
   });
 
-  it.each(['/other-bytes', '/other-events'])('when not an event stream, answers a typed 502 that repeats none of the upstream header (%s)', async (prefix) => {
+  it.each(['/other-bytes', '/other-events', '/other-resume', '/other-resumable'])('when not an event stream, answers a typed 502 that repeats none of the upstream header (%s)', async (prefix) => {
     const { status, text } = await call(`${prefix}/v1/chat/completions`);
     expect(status).toBe(502);
     const error = (JSON.parse(text) as { error: { code: string; message: string } }).error;
@@ -72,5 +84,12 @@ describe('the content type of an upstream stream', () => {
     expect(text).not.toContain('sk-upstream-secret');
     expect(text).not.toContain('html');
     expect(JSON.stringify(logs.streams().at(-1))).not.toContain('sk-upstream-secret');
+  });
+
+  it('on a resumable route, answered 2xx other than 200, answers a typed 502 without the body', async () => {
+    const { status, text } = await call('/created-resumable/v1/chat/completions');
+    expect(status).toBe(502);
+    expect(JSON.parse(text)).toMatchObject({ error: { code: 'ERR_TIDEGATE_UPSTREAM_NOT_STREAM', message: expect.stringContaining('HTTP 201 with text/event-stream') } });
+    expect(text).not.toContain('spelled');
   });
 });

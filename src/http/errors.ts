@@ -149,8 +149,8 @@ export class UpstreamBodyTooLargeError extends TidegateError {
 }
 
 /**
- * A streaming request was answered 2xx with a body that is not `text/event-stream`
- * (`ERR_TIDEGATE_UPSTREAM_NOT_STREAM`, HTTP 502 to the client). The body is not read: the
+ * A streaming request was answered 2xx with a body that is not `text/event-stream`, or, on a
+ * resumable route, a 2xx other than 200 (`ERR_TIDEGATE_UPSTREAM_NOT_STREAM`, HTTP 502 to the client). The body is not read: the
  * upstream request is aborted at once, and never retried (the upstream did answer). The message
  * reaches the client, so it names no upstream text: it says whether the upstream sent no content
  * type, JSON or another one; `contentType` keeps the value.
@@ -165,8 +165,15 @@ export class UpstreamNotStreamError extends TidegateError {
     readonly contentType: string | undefined,
     route = '',
   ) {
+    const upstream = `upstream${route ? ` for route ${route}` : ''}`;
     const sent = contentType === undefined || contentType === '' ? 'no content type' : isMediaType(contentType, 'application/json') ? 'application/json' : 'another content type';
-    super('ERR_TIDEGATE_UPSTREAM_NOT_STREAM', `upstream${route ? ` for route ${route}` : ''} answered HTTP ${upstreamStatus} with ${sent}, not text/event-stream`);
+    super(
+      'ERR_TIDEGATE_UPSTREAM_NOT_STREAM',
+      // Only a resumable stream (connectSse, WHATWG §9.2.3) refuses an event stream: one not answered 200.
+      isMediaType(contentType, 'text/event-stream')
+        ? `${upstream} answered HTTP ${upstreamStatus} with text/event-stream; a resumable stream opens on a 200 only`
+        : `${upstream} answered HTTP ${upstreamStatus} with ${sent}, not text/event-stream`,
+    );
   }
 }
 

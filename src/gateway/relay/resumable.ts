@@ -4,7 +4,7 @@ import { Flow } from '../../flow/flow';
 import type { Subscriber, Subscription } from '../../flow/types';
 import type { SseEvent } from '../../sse/codec/parser';
 import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_FIRST_BYTE_TIMEOUT_MS, is3xx, isRedirect, type FollowRedirects } from '../../http/call';
-import { UpstreamHttpError, UpstreamRedirectError, UpstreamResetError, UpstreamUnreachableError } from '../../http/errors';
+import { UpstreamHttpError, UpstreamNotStreamError, UpstreamRedirectError, UpstreamResetError, UpstreamUnreachableError } from '../../http/errors';
 import type { AbortSignalLike } from '../../http/abort-signal-like';
 
 /** Options of {@link openResumableStream}: the upstream call, plus the reconnection budget. */
@@ -58,7 +58,8 @@ export interface ResumableRequest {
  * before it is subscribed and asks.
  *
  * Errors (rejection): {@link UpstreamHttpError} for an HTTP error before the first connection
- * opened, {@link UpstreamRedirectError} for a 3xx it did not follow, {@link UpstreamUnreachableError} when its last attempt could not connect at all
+ * opened, {@link UpstreamRedirectError} for a 3xx it did not follow, {@link UpstreamNotStreamError}
+ * for a 2xx that is not a 200 `text/event-stream`, {@link UpstreamUnreachableError} when its last attempt could not connect at all
  * (refused, unresolvable, no route), {@link UpstreamResetError} when it failed otherwise, the
  * signal's reason.
  */
@@ -110,6 +111,8 @@ function mapError(err: unknown, route?: string, follow?: FollowRedirects): unkno
     return new UpstreamRedirectError(err.status, route, isRedirect(err.status) && !following ? 'not-followed' : 'unfollowable');
   }
   if (err instanceof UpstreamRedirectError) return new UpstreamRedirectError(err.upstreamStatus, route, err.reason);
+  // A 2xx that opened no stream (not `text/event-stream`, or not a 200): its body is no answer to relay.
+  if (err instanceof SseHttpError && err.status >= 200 && err.status <= 299) return new UpstreamNotStreamError(err.status, err.contentType, route);
   if (err instanceof SseHttpError) return new UpstreamHttpError(err.status, err.body, err.contentType, err.retryAfterMs);
   if (err instanceof SseConnectionError) {
     // Refused, unresolvable or unroutable on the last attempt: unreachable, as on every other route.
