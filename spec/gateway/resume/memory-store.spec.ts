@@ -1,5 +1,5 @@
 import { fromIterable } from '../../../src/flow/sources/iterable';
-import { MemoryResumeStore } from '../../../src/gateway/resume/memory-store';
+import { FINISHED_STREAM_BYTES, MemoryResumeStore } from '../../../src/gateway/resume/memory-store';
 import type { ReplayStream } from '../../../src/gateway/resume/replay-stream';
 import { DEFAULT_RESUME, type ResumeSettings } from '../../../src/gateway/resume/settings';
 import type { SseEventInit } from '../../../src/sse';
@@ -15,15 +15,30 @@ const id = (k: number): string => String(k).repeat(32).slice(0, 32);
 
 describe('MemoryResumeStore', () => {
   it('keeps all logs within maxBytes by dropping finished streams, oldest first', async () => {
-    const store = new MemoryResumeStore({ maxBytes: 4000 });
+    // Each finished stream: ~1.7 KB of log and FINISHED_STREAM_BYTES of objects; two fit, three do not.
+    const store = new MemoryResumeStore({ maxBytes: 2 * FINISHED_STREAM_BYTES + 6000 });
     await finished(store, id(1), 15);
     await finished(store, id(2), 15);
     expect(await store.find(id(1))).toBeDefined();
     await finished(store, id(3), 15);
-    expect(store.logBytes()).toBeLessThanOrEqual(4000);
+    expect(store.logBytes()).toBeLessThanOrEqual(2 * FINISHED_STREAM_BYTES + 6000);
     expect(await store.find(id(1))).toBeUndefined();
     expect(await store.find(id(2))).toBeDefined();
     expect(await store.find(id(3))).toBeDefined();
+    await store.close();
+    expect(store.logBytes()).toBe(0);
+  });
+
+  it("counts each finished stream's objects in maxBytes: a flood of one-event streams keeps the newest that fit", async () => {
+    const maxBytes = 16 * FINISHED_STREAM_BYTES;
+    const store = new MemoryResumeStore({ maxBytes });
+    for (let k = 0; k < 100; k++) await finished(store, String(k).padStart(32, '0'), 1);
+    const kept: number[] = [];
+    for (let k = 0; k < 100; k++) if ((await store.find(String(k).padStart(32, '0'))) !== undefined) kept.push(k);
+    // Each takes FINISHED_STREAM_BYTES and its ~120-byte log: 15 fit under 16 of them.
+    expect(kept).toEqual(Array.from({ length: 15 }, (_, i) => 85 + i));
+    expect(store.logBytes()).toBeLessThanOrEqual(maxBytes);
+    expect(store.logBytes()).toBeGreaterThan(15 * FINISHED_STREAM_BYTES);
     await store.close();
     expect(store.logBytes()).toBe(0);
   });

@@ -1,3 +1,5 @@
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import { createFlow } from '../../../src/flow/sources/create';
 import type { FlowSubscription } from '../../../src/flow/types';
 import { ResumeGapError } from '../../../src/gateway/resume/errors';
@@ -52,6 +54,35 @@ describe('ReplayWindow', () => {
 });
 
 describe('ReplayStream', () => {
+  it('keeps its log but nothing of its upstream once it ended', async () => {
+    v8.setFlagsFromString('--expose-gc');
+    const gc = vm.runInNewContext('gc') as () => void;
+    let held: WeakRef<object> | undefined;
+    // The source's subscription holds a large object, as a relay's chain holds its sockets and bridge.
+    const flow = createFlow<SseEventInit>((sink) => {
+      const chain = { bytes: Buffer.alloc(1 << 20) };
+      held = new WeakRef(chain);
+      let sent = 0;
+      sink.onRequest(() => {
+        while (sink.requested > 0 && sent < 3 && !sink.isCancelled) sink.next({ data: `e${++sent} ${chain.bytes.length}` });
+        if (sent === 3) sink.complete();
+      });
+    });
+    const stream = new ReplayStream(flow, { streamId: ID, windowBytes: 1 << 16, lingerMs: 0 });
+    const r = read(stream);
+    r.sub.request(Infinity);
+    expect(await stream.done).toEqual({ kind: 'complete' });
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    gc();
+    expect(held?.deref()).toBeUndefined();
+    // The log is still whole, in one buffer of its own size (no event keeps a shared pool slab alive).
+    expect(stream.window.get(1)?.buffer.byteLength).toBe(stream.window.bytes);
+    const late = read(stream);
+    late.sub.request(Infinity);
+    expect(late.got.map((e) => e.split('\n').find((l) => l.startsWith('data:')))).toEqual(['data: e1 1048576', 'data: e2 1048576', 'data: e3 1048576']);
+    expect(late.done()).toBe('complete');
+  });
+
   it('numbers events <streamId>:<seq> and requests upstream exactly what one caught-up reader asks', () => {
     const s = source();
     const stream = new ReplayStream(s.flow, { streamId: ID, windowBytes: 10_000, lingerMs: 1000 });

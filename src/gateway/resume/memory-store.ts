@@ -18,12 +18,19 @@ const MIN_RESERVE_BYTES = 4096;
  * streams clients read now, so detached streams cannot starve them.
  */
 const DETACHED_SHARE = 0.5;
+/**
+ * What a finished stream held for `retentionMs` takes beside its log's bytes, counted in the
+ * store's total: its `ReplayStream` and window, the store's entry, hooks and expiry timer (about
+ * 2.5 KB in a heap snapshot), rounded up. Without it a flood of short streams would keep their
+ * objects for `retentionMs` outside `maxBytes`.
+ */
+export const FINISHED_STREAM_BYTES = 4096;
 
 /** One stream held by the {@link MemoryResumeStore}. */
 interface Held {
   readonly meta: StreamMeta;
   readonly stream: ReplayStream;
-  /** Bytes of its log counted in the store's total. */
+  /** Bytes of its log counted in the store's total, and {@link FINISHED_STREAM_BYTES} once it finished. */
   counted: number;
   /** Bytes set aside for the event it requested (its last event's size), until that event arrives. */
   reserved: number;
@@ -47,9 +54,11 @@ interface AliasEntry {
 /** Options of a {@link MemoryResumeStore}. */
 export interface MemoryStoreOptions {
   /**
-   * Bytes every log together may hold, never exceeded: to fit an event, finished streams' logs
-   * are dropped oldest first, then running streams' history; a stream whose next event would not
-   * fit requests nothing upstream until there is room.
+   * Bytes every log together may hold, each finished stream counted with
+   * {@link FINISHED_STREAM_BYTES} for its objects, never exceeded: to fit an event, or a stream
+   * that just finished, finished streams are dropped oldest first, then (for an event) running
+   * streams' history; a stream whose next event would not fit requests nothing upstream until
+   * there is room.
    */
   maxBytes: number;
   /** Called when a second held stream names an alias (see {@link MemoryResumeStore.resolve}). */
@@ -63,8 +72,9 @@ export interface MemoryStoreOptions {
  * stream is kept while it runs and for `retentionMs` after it ended; one cancelled (no reader
  * came back within `lingerMs`) is dropped at once.
  *
- * Bounded: each log by its `windowBytes`; all together by `maxBytes`, which the total never
- * exceeds. Demand: a stream asks the store before each request upstream; with no room it requests
+ * Bounded: each log by its `windowBytes`; all together, with {@link FINISHED_STREAM_BYTES} for
+ * each finished stream, by `maxBytes`, which the total never exceeds. A finished stream keeps
+ * its log alone (see `ReplayStream`), in one buffer of its size. Demand: a stream asks the store before each request upstream; with no room it requests
  * nothing (its upstream pauses, TCP pushes back) and asks again as logs are dropped or every
  * {@link ROOM_RETRY_MS}. Room is made, in order, by dropping finished logs (oldest first), then the
  * history of running streams read now, then that of detached ones (a resume from before the
@@ -118,8 +128,11 @@ export class MemoryResumeStore implements ResumeStore {
         this.unreserve(h);
         this.waiting.delete(meta.streamId);
         this.finished.add(meta.streamId);
+        this.recount(meta.streamId);
         h.expiry = setTimeout(() => this.drop(meta.streamId), meta.settings.retentionMs);
         h.expiry.unref();
+        // Its objects now count: past `maxBytes`, the oldest finished streams make way.
+        this.makeRoom(0, this.options.maxBytes, false);
       },
     });
     this.held.set(meta.streamId, { meta, stream, counted: 0, reserved: 0 });
@@ -199,8 +212,9 @@ export class MemoryResumeStore implements ResumeStore {
   private recount(streamId: string): void {
     const h = this.held.get(streamId);
     if (h === undefined) return;
-    this.bytes += h.stream.window.bytes - h.counted;
-    h.counted = h.stream.window.bytes;
+    const counted = h.stream.window.bytes + (this.finished.has(streamId) ? FINISHED_STREAM_BYTES : 0);
+    this.bytes += counted - h.counted;
+    h.counted = counted;
   }
 
   /** Before a request upstream: room for an event of about `nextBytes` besides the ones already set aside; sets it aside. */

@@ -15,7 +15,7 @@ export class ResumeMetrics {
     const registers = [metrics.registry];
     new Gauge({
       name: 'tidegate_resume_log_bytes',
-      help: 'Bytes held by the replay logs of resumable streams in this process (bytes).',
+      help: 'Bytes held by the replay logs of resumable streams in this process, with 4096 for each finished stream kept (bytes).',
       registers,
       collect() {
         this.set(stores().reduce((n, s) => n + s.logBytes(), 0));

@@ -108,10 +108,14 @@ export class ReplayStream implements Subscriber<BridgeElement> {
   /** Bytes of the last event logged: the room asked for the next one. */
   private lastEventBytes = 0;
 
+  /** The upstream's events until the first reader connects them; dropped then, and at the end. */
+  private source: Flow<BridgeElement> | undefined;
+
   constructor(
-    private readonly source: Flow<BridgeElement>,
+    source: Flow<BridgeElement>,
     private readonly options: ReplayStreamOptions,
   ) {
+    this.source = source;
     this.done = new Promise((resolve) => (this.resolveDone = resolve));
   }
 
@@ -184,7 +188,10 @@ export class ReplayStream implements Subscriber<BridgeElement> {
       actual.onSubscribe(r);
       if (!this.connected) {
         this.connected = true;
-        this.source.subscribeWith(this);
+        const source = this.source;
+        this.source = undefined;
+        // An ended stream (aborted before any reader came) connects nothing.
+        if (source !== undefined && this.terminal === undefined) source.subscribeWith(this);
       }
       this.deliver(r);
     });
@@ -240,6 +247,7 @@ export class ReplayStream implements Subscriber<BridgeElement> {
   // ---- upstream side ------------------------------------------------------------------
 
   onSubscribe(s: Subscription): void {
+    if (this.terminal !== undefined) return s.cancel();
     this.upstream = s;
     this.pull();
   }
@@ -418,7 +426,12 @@ export class ReplayStream implements Subscriber<BridgeElement> {
     this.terminal = t;
     this.inflight = 0;
     this.stopLinger();
+    // An ended stream is kept for its log alone (`retentionMs`): the upstream's chain, which
+    // reaches the first client's bridge, response and sockets, is no longer needed.
+    this.upstream = undefined;
+    this.source = undefined;
     if (t.kind === 'cancelled') this.window.clear();
+    else this.window.compact();
     for (const r of [...this.readers]) this.deliver(r);
     this.options.onEnd?.(t);
     this.resolveDone(t);

@@ -85,6 +85,28 @@ export class ReplayWindow {
     return (this.ends[this.head + last - this.first] as number) - this.trimmedEnd;
   }
 
+  /**
+   * Copies the kept events into one buffer of their exact size, each event a view of it. An
+   * event's bytes are often a view of a shared 8 KiB pool slab (`Buffer.from` of a short
+   * string), which a log kept for minutes would hold whole: for a finished stream's log, which
+   * gains no more events.
+   */
+  compact(): void {
+    if (this.head >= this.entries.length) return;
+    const packed = Buffer.allocUnsafeSlow(this.kept);
+    const entries: Buffer[] = [];
+    let at = 0;
+    for (let i = this.head; i < this.entries.length; i++) {
+      const bytes = this.entries[i] as Buffer;
+      packed.set(bytes, at);
+      entries.push(packed.subarray(at, at + bytes.length));
+      at += bytes.length;
+    }
+    this.entries = entries;
+    this.ends = this.ends.slice(this.head);
+    this.head = 0;
+  }
+
   /** Drops every event (the stream's log is given up). */
   clear(): void {
     this.trim(0, Infinity);
