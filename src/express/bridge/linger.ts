@@ -25,15 +25,17 @@ export function lingerUntilDelivered(res: ServerResponse, socket: Socket, stallM
       return;
     }
     if (sampler.moved()) progressAt = Date.now();
-    if (Date.now() - progressAt >= stallMs) {
-      if (typeof socket.resetAndDestroy === 'function') socket.resetAndDestroy();
-      else socket.destroy();
-      return;
-    }
+    if (Date.now() - progressAt >= stallMs) return resetSocket(socket);
     timer = setTimeout(check, tickMs);
   };
   timer = setTimeout(check, tickMs);
   socket.once('close', () => {
     if (timer !== undefined) clearTimeout(timer);
   });
+}
+
+/** Resets `socket` (RST, dropping what the kernel still queues for the peer) and destroys it; a plain destroy where Node has no reset. */
+export function resetSocket(socket: Socket): void {
+  if (typeof socket.resetAndDestroy === 'function') socket.resetAndDestroy();
+  else socket.destroy();
 }

@@ -1,5 +1,6 @@
 import type { Request, Response } from 'express';
-import { ShutdownError, TimeoutError } from '../../errors';
+import { ShutdownError, StalledError, TimeoutError } from '../../errors';
+import { awaitDelivery } from '../../express/bridge/await-delivery';
 import type { ProviderAdapter, TokenUsage } from '../../providers/types';
 import { scrubbingAdapter } from '../../providers/scrub';
 import type { UpstreamRedaction } from '../../http/redact';
@@ -148,6 +149,26 @@ export class StreamContext {
   /** Counts one retry before anything reached the client, by the failure that caused it (`tidegate_upstream_retries_total`). */
   countRetry(error: unknown): void {
     this.env.metrics.retries.inc({ route: this.env.route.path, reason: upstreamOutcome(error) });
+  }
+
+  /**
+   * Waits for the whole answer just ended on `res` (an upstream answer or an HTTP error) to reach
+   * the client, so that the stream, and the slot the request holds until it ends, count the
+   * bytes held for it. Resolves with why it did not: a {@link ClientClosedError} when the client
+   * left first, a {@link StalledError} when the client took no byte for the route's
+   * `stallTimeoutMs` while bytes were unsent, the stream's abort reason (total timeout, shutdown)
+   * when it aborts meanwhile; the connection is then reset. `undefined` once Node handed the last
+   * byte to the kernel.
+   */
+  wholeDelivered(): Promise<unknown> {
+    const stallMs = this.env.route.policy.stallTimeoutMs;
+    // An answer to the abort itself (a 504 after the total timeout) is not cut by it.
+    return awaitDelivery(this.res, stallMs, this.signal.aborted ? undefined : this.signal).then((end) => {
+      if (end === 'client_closed') return new ClientClosedError();
+      if (end === 'stalled') return new StalledError(stallMs);
+      if (end === 'aborted') return this.signal.reason;
+      return undefined;
+    });
   }
 
   /** Counts and logs how the stream ended: one `stream` line with `fields`. */

@@ -1,4 +1,4 @@
-import { BufferOverflowError, ShutdownError, SseLimitError, TidegateError, TimeoutError } from '../../errors';
+import { BufferOverflowError, ShutdownError, SseLimitError, StalledError, TidegateError, TimeoutError } from '../../errors';
 import type { StreamResult } from '../../express/send-flow';
 import { UpstreamHttpError, UpstreamRedirectError, UpstreamResetError, UpstreamStreamError, UpstreamTruncatedError, UpstreamUnreachableError } from '../../http/errors';
 import { codeOf } from '../../express/error-shapes';
@@ -44,6 +44,7 @@ export function errorOutcome(err: unknown): RelayOutcome {
   if (err instanceof UpstreamResetError || err instanceof UpstreamTruncatedError) return 'upstream_reset';
   if (err instanceof UpstreamStreamError || err instanceof UpstreamHttpError || err instanceof SseLimitError) return 'upstream_error';
   if (err instanceof ClientClosedError) return 'client_closed';
+  if (err instanceof StalledError) return 'stalled';
   return 'upstream_error';
 }
 

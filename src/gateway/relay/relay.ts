@@ -56,13 +56,7 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
   // One reaction for both ends (a `.finally()` would add a promise and two closures per stream).
   return relayStream(stream, req, res, options).then(
     () => stream.close(),
-    (err: unknown) => {
-      try {
-        failBeforeHeaders(stream, err);
-      } finally {
-        stream.close();
-      }
-    },
+    (err: unknown) => failBeforeHeaders(stream, err).finally(() => stream.close()),
   );
 }
 
@@ -79,7 +73,11 @@ async function relayStream(stream: StreamContext, req: Request, res: Response, o
   // frame, its URL every error.
   const redaction = stream.redactWith(upstreamRedaction(request.url, route.apiKey, request.headers ?? {}));
   const plan = planStream(route, res, ask, options.policy !== undefined);
-  if (plan.kind === 'whole') return await relayWhole(stream, request);
+  if (plan.kind === 'whole') {
+    // The upstream call holds what it sends: the client's JSON need not live while it reads the answer.
+    req.body = undefined;
+    return relayWhole(stream, request);
+  }
   stream.early = scheduleEarlyCommit(res, { afterMs: route.policy.earlyCommitMs, heartbeatMs: route.policy.heartbeatMs, headers: { 'X-Tidegate-Stream-Id': stream.streamId } });
 
   const budget = new ByteBudget(route.policy.maxBufferedBytes);

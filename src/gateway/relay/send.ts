@@ -129,12 +129,14 @@ function delivered(stream: StreamContext, result: StreamResult): void {
 /**
  * A stream that failed before the bridge took it: nothing reached the client yet, so it gets an
  * HTTP error in the provider's shape (an upstream HTTP error is relayed with its status), unless
- * it already left. Logs how it ended.
+ * it already left. Resolves once that answer reached the client, or the client was cut (see
+ * {@link StreamContext.wholeDelivered}), and logs how it ended.
  */
-export function failBeforeHeaders(stream: StreamContext, err: unknown): void {
+export async function failBeforeHeaders(stream: StreamContext, err: unknown): Promise<void> {
   const { res } = stream;
   const clientGone = err instanceof ClientClosedError || res.destroyed;
-  if (!clientGone && !res.headersSent) {
+  const answered = !clientGone && !res.headersSent;
+  if (answered) {
     if (err instanceof UpstreamHttpError) {
       res.status(err.status);
       res.setHeader('Content-Type', err.contentType ?? 'application/json; charset=utf-8');
@@ -144,13 +146,16 @@ export function failBeforeHeaders(stream: StreamContext, err: unknown): void {
       res.end(body);
     } else stream.adapter.sendHttpError(res, err);
   } else if (!clientGone && stream.early?.committed === true) stream.early.fail(err, (e) => stream.adapter.formatError(e));
-  stream.finish(clientGone ? 'client_closed' : errorOutcome(err), {
+  // An upstream error body may be up to 64 KiB: held, and cut, as a whole answer is.
+  const cut = answered ? await stream.wholeDelivered() : undefined;
+  const why = cut ?? err;
+  stream.finish(cut !== undefined ? errorOutcome(cut) : clientGone ? 'client_closed' : errorOutcome(err), {
     upstream: stream.redaction?.url,
     errorDetail: stream.redaction?.detail(err),
     errno: errnoOf(err),
     status: clientGone ? 499 : res.statusCode,
-    errorCode: codeOf(err),
-    timeoutKind: err instanceof TimeoutError ? err.kind : undefined,
+    errorCode: codeOf(why),
+    timeoutKind: why instanceof TimeoutError ? why.kind : undefined,
     upstreamStatus: err instanceof UpstreamHttpError ? err.status : undefined,
   });
 }
