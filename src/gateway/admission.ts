@@ -11,7 +11,24 @@ import type { GatewayMetrics } from './metrics';
 import { RefusalLog } from './refusal-log';
 
 /** Why a request was refused; the `reason` label of `tidegate_admission_refusals_total`. */
-export type RefusalReason = 'connections' | 'streams' | 'client_streams' | 'pipelining' | 'body_too_large' | 'body_timeout' | 'body_encoding' | 'body_too_deep' | 'body_too_many_values';
+export type RefusalReason =
+  | 'connections'
+  | 'streams'
+  | 'client_streams'
+  | 'pipelining'
+  | 'body_too_large'
+  | 'body_timeout'
+  | 'body_encoding'
+  | 'body_too_deep'
+  | 'body_too_many_values'
+  | 'bad_request'
+  | 'media_type';
+
+/**
+ * Reasons that refuse a request for what it asks, not for the load: its connection stays open
+ * for the client's next request when nothing of the body is left unread.
+ */
+const REQUEST_REASONS: ReadonlySet<RefusalReason> = new Set(['bad_request', 'media_type']);
 
 /**
  * A request refused before it reached the upstream. `status` is the HTTP status the client gets
@@ -19,6 +36,8 @@ export type RefusalReason = 'connections' | 'streams' | 'client_streams' | 'pipe
  *
  * | code | status | reason |
  * | --- | --- | --- |
+ * | `ERR_TIDEGATE_BAD_REQUEST` | 400 | `bad_request` (a body that is no JSON object, a path naming no model) |
+ * | `ERR_TIDEGATE_UNSUPPORTED_MEDIA_TYPE` | 415 | `media_type` |
  * | `ERR_TIDEGATE_BODY_TOO_LARGE` | 413 | `body_too_large` |
  * | `ERR_TIDEGATE_BODY_TIMEOUT` | 408 | `body_timeout` |
  * | `ERR_TIDEGATE_BODY_ENCODING` | 415 | `body_encoding` |
@@ -122,11 +141,21 @@ export interface Admission {
    * Answers `error` in the route's error shape (`adapter.sendHttpError`) with `Connection: close`
    * and `Retry-After` when it has one, counts it by reason, logs it (one `refused` line, at most
    * `REFUSAL_LINES_PER_SECOND` a second, see {@link RefusalLog}), and closes the
-   * connection once the answer is flushed (the unread rest of a body is never read).
+   * connection once the answer is flushed (the unread rest of a body is never read). A request
+   * refused for what it asks (`bad_request`, `media_type`) keeps its connection when its body
+   * was read to the end.
    */
   refuse(req: IncomingMessage, res: ServerResponse, adapter: Pick<ProviderAdapter, 'sendHttpError'>, error: AdmissionError): void;
   /** Writes the summary of refusals not logged yet (see {@link RefusalLog.flush}); the drain calls it. */
   flushLog(): void;
+}
+
+/**
+ * The refusal of a request the gateway cannot forward as it is (`ERR_TIDEGATE_BAD_REQUEST`, 400,
+ * reason `bad_request`): a body that is no JSON or no JSON object, a path that names no model.
+ */
+export function badRequestError(message: string): AdmissionError {
+  return new AdmissionError('ERR_TIDEGATE_BAD_REQUEST', message, 400, 'bad_request');
 }
 
 /** After a refusal, bytes still arriving are discarded for at most this long, ms, … */
@@ -219,15 +248,18 @@ export function createAdmission(limits: AdmissionLimits, metrics: GatewayMetrics
     },
     refuse(req, res, adapter, error) {
       metrics.admissionRefusals.inc({ reason: error.reason });
-      const path = (req as { path?: string }).path ?? (req.url ?? '').split('?')[0];
+      // Not Express's `path`: below a mount point (an error handler's) it lacks the mount's prefix.
+      const path = ((req as { originalUrl?: string }).originalUrl ?? req.url ?? '').split('?')[0];
       refusals?.log({ route: path, method: req.method ?? '', status: res.headersSent ? 499 : error.status, errorCode: error.code, reason: error.reason });
       if (res.headersSent) {
         req.socket.destroy();
         return;
       }
-      res.setHeader('Connection', 'close');
+      if (!REQUEST_REASONS.has(error.reason) || hasUnreadBody(req)) {
+        res.setHeader('Connection', 'close');
+        closeAfterResponse(req, res);
+      }
       if (error.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(error.retryAfterSeconds));
-      closeAfterResponse(req, res);
       adapter.sendHttpError(res, error);
     },
     flushLog() {

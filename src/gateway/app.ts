@@ -5,7 +5,7 @@ import express, { type Express, type NextFunction, type Request, type Response }
 import { ShutdownError } from '../errors';
 import { codeOf } from '../express/error-shapes';
 import type { ProviderAdapter } from '../providers/types';
-import { AdmissionError, bindSlot, closeAfterResponse, createAdmission, hasUnreadBody, pipelineLimitError, type Admission, type BoundSlot } from './admission';
+import { AdmissionError, badRequestError, bindSlot, closeAfterResponse, createAdmission, hasUnreadBody, pipelineLimitError, type Admission, type BoundSlot } from './admission';
 import { resolveRoutes, type GatewayConfig, type ResolvedRoute } from './config';
 import { warnDoubledVersionPath } from './upstream-path-check';
 import { corsMiddleware } from './cors';
@@ -17,6 +17,7 @@ import { continueBody } from './expect-continue';
 import { inTurn, MAX_WAITING_REQUESTS } from './in-turn';
 import { parseJsonBody, readRequestBody, RequestBodyAbortedError } from './request-body';
 import { adapterFor } from './route-adapters';
+import { modelIdProblem } from './upstream-url';
 import { AllowedMethods, errorShapeFor, headWithGet, isJsonContentType, noRouteHandler, PLAIN_ERRORS, refuseHead } from './route-errors';
 import { RESUME_PATH, serveResume, type ResumeEndpointDeps } from './resume/endpoints';
 import { parseEventId } from './resume/ids';
@@ -266,12 +267,8 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
     };
     const readBody = (req: Request, res: Response, next: NextFunction): void => {
       if (route.provider !== 'passthrough' && !isJsonContentType(req.headers['content-type'])) {
-        if (hasUnreadBody(req)) {
-          res.setHeader('Connection', 'close');
-          closeAfterResponse(req, res);
-        }
-        adapter.sendHttpError(res, Object.assign(new Error(`the request body must be JSON (Content-Type: application/json), not ${req.headers['content-type']}`), { status: 415, code: 'ERR_TIDEGATE_UNSUPPORTED_MEDIA_TYPE' }));
-        return;
+        const message = `the request body must be JSON (Content-Type: application/json), not ${req.headers['content-type']}`;
+        return admission.refuse(req, res, adapter, new AdmissionError('ERR_TIDEGATE_UNSUPPORTED_MEDIA_TYPE', message, 415, 'media_type'));
       }
       // A body still arriving when the drain starts is refused then, not read on into the grace.
       let refused = false;
@@ -284,15 +281,17 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
         (bytes) => {
           uploading.delete(refuse);
           if (refused) return;
-          if (route.provider === 'passthrough' || bytes === undefined) req.body = bytes;
+          if (route.provider === 'passthrough') req.body = bytes;
           else {
             try {
-              req.body = parseJsonBody(bytes, config.limits.maxRequestBodyValues);
+              req.body = bytes === undefined ? undefined : parseJsonBody(bytes, config.limits.maxRequestBodyValues);
             } catch (err) {
               if (err instanceof AdmissionError) admission.refuse(req, res, adapter, err);
               else adapter.sendHttpError(res, err);
               return;
             }
+            // An array or scalar would reach the upstream as an empty POST: refused before it takes a slot.
+            if (!isJsonObject(req.body)) return admission.refuse(req, res, adapter, badRequestError('the request body must be a JSON object'));
           }
           next();
         },
@@ -306,11 +305,6 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
       );
     };
     const handler = (req: Request, res: Response): void => {
-      if (route.provider !== 'passthrough' && req.method === 'POST' && !isJsonObject(req.body)) {
-        // An array or scalar would reach the upstream as an empty POST: refuse it here.
-        adapter.sendHttpError(res, Object.assign(new Error('the request body must be a JSON object'), { status: 400, code: 'ERR_TIDEGATE_BAD_REQUEST' }));
-        return;
-      }
       // A resumable passthrough GET with one of its own event ids is a browser's EventSource coming back.
       const resumeFrom = route.resume !== undefined && req.method === 'GET' ? parseEventId(req.header('last-event-id')) : undefined;
       if (resumeFrom !== undefined && resumeDeps !== undefined) {
@@ -353,7 +347,13 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
     // OpenAI's `models.retrieve(model)`: the same route, the model id one segment below it (upstream-url.ts).
     if (route.api === 'models' && route.methods.includes('GET')) {
       served(['GET'], `${route.path}/:model`, route.provider, getAndHead);
-      app.get(`${route.path}/:model`, admit, handler);
+      // An id that would name another upstream path is refused here, the upstream never asked.
+      const checkModel = (req: Request, res: Response, next: NextFunction): void => {
+        const problem = modelIdProblem(String(req.params.model));
+        if (problem !== undefined) return admission.refuse(req, res, adapter, badRequestError(problem));
+        next();
+      };
+      app.get(`${route.path}/:model`, checkModel, admit, handler);
     }
     if (route.api === 'responses' && route.resume !== undefined && resumeDeps !== undefined) {
       // OpenAI's retrieve (`responses.retrieve(id, { stream: true, starting_after })`) resumes here,
@@ -385,11 +385,12 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
         );
       });
     }
-    // A body the parser rejects gets the provider's JSON error, not Express' HTML page.
-    app.use(route.path, (err: unknown, _req: Request, res: Response, next: NextFunction) => {
+    // What Express refuses on a route (a path parameter that is no percent-encoding) gets the
+    // provider's JSON error, not Express' HTML page, and is logged and counted as any refusal.
+    app.use(route.path, (err: unknown, req: Request, res: Response, next: NextFunction) => {
       if (res.headersSent) return next(err);
       const status = (err as { status?: number }).status ?? 400;
-      adapter.sendHttpError(res, Object.assign(new Error((err as Error).message ?? 'bad request'), { status, code: 'ERR_TIDEGATE_BAD_REQUEST' }));
+      admission.refuse(req, res, adapter, new AdmissionError('ERR_TIDEGATE_BAD_REQUEST', (err as Error).message ?? 'bad request', status, 'bad_request'));
     });
   }
 

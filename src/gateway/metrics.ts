@@ -89,7 +89,7 @@ export class GatewayMetrics {
     });
     this.streams = new Counter({
       name: 'tidegate_streams_total',
-      help: 'Client streams by outcome (completed, upstream_unreachable, upstream_reset, overflow, stalled, client_closed, timeout, upstream_error, upstream_redirect, shutdown).',
+      help: 'Client streams by outcome (completed, upstream_unreachable, upstream_reset, overflow, stalled, client_closed, timeout, upstream_error, upstream_redirect, bad_request, shutdown).',
       labelNames: ['route', 'outcome'],
       registers: [registry],
     });
@@ -117,7 +117,7 @@ export class GatewayMetrics {
     });
     this.admissionRefusals = new Counter({
       name: 'tidegate_admission_refusals_total',
-      help: 'Requests refused by admission control, by reason: connections, streams, client_streams, pipelining (503/429), body_too_large (413), body_timeout (408), body_encoding (415), body_too_deep (400), body_too_many_values (413).',
+      help: 'Requests refused before the upstream was asked, by reason: connections, streams, client_streams, pipelining (503/429), body_too_large (413), body_timeout (408), body_encoding (415), body_too_deep (400), body_too_many_values (413), bad_request (400: no JSON object, no model id), media_type (415).',
       labelNames: ['reason'],
       registers: [registry],
     });

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { readBounded } from '../http/read-bounded';
-import { AdmissionError } from './admission';
+import { AdmissionError, badRequestError } from './admission';
 import { MAX_JSON_DEPTH, scanJsonBounds, type JsonCounts } from './json-bounds';
 
 /** Bounds of {@link readRequestBody}. */
@@ -59,12 +59,6 @@ export function readRequestBody(req: IncomingMessage, limits: RequestBodyLimits)
   }).then((body) => (body.length === 0 ? undefined : body));
 }
 
-/** A request body that is no JSON text (`ERR_TIDEGATE_BAD_REQUEST`, 400): `JSON.parse` refused it. */
-export class RequestBodyNotJsonError extends Error {
-  readonly code = 'ERR_TIDEGATE_BAD_REQUEST';
-  readonly status = 400;
-}
-
 /**
  * Parses a JSON request body read by {@link readRequestBody}, once a linear scan found it
  * within the bounds ({@link scanJsonBounds}), so that `JSON.parse` never builds what the
@@ -73,10 +67,10 @@ export class RequestBodyNotJsonError extends Error {
  * - nested deeper than {@link MAX_JSON_DEPTH} levels: rejects with 400 `ERR_TIDEGATE_BODY_TOO_DEEP`;
  * - more than `maxValues` objects, arrays and strings (keys included): rejects with 413
  *   `ERR_TIDEGATE_BODY_TOO_MANY_VALUES` (0 = no cap);
- * - not JSON: rejects with {@link RequestBodyNotJsonError} (400).
+ * - not JSON: rejects with 400 `ERR_TIDEGATE_BAD_REQUEST` (reason `bad_request`).
  *
  * @param maxValues `limits.maxRequestBodyValues`.
- * @throws AdmissionError, RequestBodyNotJsonError
+ * @throws AdmissionError
  */
 export function parseJsonBody(bytes: Buffer, maxValues: number): unknown {
   const counts: JsonCounts = { topLevelKeys: -1 };
@@ -91,7 +85,7 @@ export function parseJsonBody(bytes: Buffer, maxValues: number): unknown {
   try {
     parsed = JSON.parse(bytes.toString('utf8')) as unknown;
   } catch (err) {
-    throw new RequestBodyNotJsonError(`the request body is not JSON: ${(err as Error).message}`);
+    throw badRequestError(`the request body is not JSON: ${(err as Error).message}`);
   }
   // The bytes stay with the object they were parsed into, copied out of a larger read buffer
   // (a small body would otherwise keep the socket's whole read alive until the upstream answers).

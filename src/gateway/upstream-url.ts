@@ -56,7 +56,8 @@ export function mergeQuery(base: string, clientQuery: string): string {
  * @throws BadRequestError (400, `ERR_TIDEGATE_BAD_REQUEST`).
  */
 export function modelUrl(base: string, model: string): string {
-  if (!isSafeModelId(model)) throw new BadRequestError(`not a model id: ${JSON.stringify(model)}`);
+  const problem = modelIdProblem(model);
+  if (problem !== undefined) throw new BadRequestError(problem);
   const url = new URL(base);
   url.pathname = `${url.pathname.replace(/\/+$/, '')}/${encodeURIComponent(model)}`;
   return url.toString();
@@ -65,7 +66,11 @@ export function modelUrl(base: string, model: string): string {
 // C0 controls, DEL and C1 controls.
 const UNSAFE_CHAR = /[\\\u0000-\u001f\u007f-\u009f]/;
 
-function isSafeModelId(model: string): boolean {
-  if (model === '' || UNSAFE_CHAR.test(model)) return false;
-  return !model.split('/').some((segment) => segment === '.' || segment === '..');
+/**
+ * Why {@link modelUrl} refuses `model` (`not a model id: ".."`), or `undefined` for an id it
+ * takes. The gateway checks it before a request takes a stream slot.
+ */
+export function modelIdProblem(model: string): string | undefined {
+  const safe = model !== '' && !UNSAFE_CHAR.test(model) && !model.split('/').some((segment) => segment === '.' || segment === '..');
+  return safe ? undefined : `not a model id: ${JSON.stringify(model)}`;
 }

@@ -14,6 +14,7 @@ export type RelayOutcome =
   | 'timeout'
   | 'upstream_error'
   | 'upstream_redirect'
+  | 'bad_request'
   | 'shutdown';
 
 /** A client left before the headers were sent; the reason the upstream request is aborted with. */
@@ -45,6 +46,8 @@ export function errorOutcome(err: unknown): RelayOutcome {
   if (err instanceof UpstreamStreamError || err instanceof UpstreamHttpError || err instanceof SseLimitError) return 'upstream_error';
   if (err instanceof ClientClosedError) return 'client_closed';
   if (err instanceof StalledError) return 'stalled';
+  // The gateway could not build the upstream request from the client's (the upstream was not asked).
+  if (codeOf(err) === 'ERR_TIDEGATE_BAD_REQUEST') return 'bad_request';
   return 'upstream_error';
 }
 
