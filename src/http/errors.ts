@@ -195,8 +195,10 @@ export class UpstreamTruncatedError extends TidegateError {
 
 /**
  * The upstream sent an error frame inside a 200 stream (OpenAI `data: {"error":{…}}`, Anthropic
- * `event: error`) (`ERR_TIDEGATE_UPSTREAM_ERROR`). `message`, `type` and `providerCode` are the
- * provider's own, so the client's SDK can raise them unchanged.
+ * `event: error`) (`ERR_TIDEGATE_UPSTREAM_ERROR`). `message`, `type`, `providerCode` and `param`
+ * are the provider's own, so the client's SDK can raise them unchanged. An adapter also reads
+ * one from an {@link UpstreamHttpError}'s body in the provider's error JSON when it writes that
+ * error as a frame (see `upstreamErrorOf`).
  */
 export class UpstreamStreamError extends TidegateError {
   constructor(
@@ -205,6 +207,8 @@ export class UpstreamStreamError extends TidegateError {
     readonly type: string,
     /** The provider's error code (OpenAI `code`), `null` when it sent none. */
     readonly providerCode: string | number | null = null,
+    /** The request parameter the error is about (OpenAI `param`), `null` when it named none. */
+    readonly param: string | null = null,
   ) {
     super('ERR_TIDEGATE_UPSTREAM_ERROR', message);
   }

@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { BufferOverflowError, ShutdownError, TimeoutError } from '../errors';
 import type { SseEvent, SseEventInit } from '../sse';
 import { UpstreamStreamError } from '../http/errors';
-import { codeOf, httpStatusOf, messageOf, writeJsonError } from './errors-http';
+import { codeOf, httpStatusOf, messageOf, upstreamErrorOf, writeJsonError } from './errors-http';
 import type { GatewayEvent, ProviderAdapter } from './types';
 import { eventTypeOf, hasAsciiEscape, num, obj, parseObject, reencoder } from './wire';
 
@@ -12,8 +12,12 @@ export const DEFAULT_ANTHROPIC_VERSION = '2023-06-01';
 const MESSAGE_NEEDLE = Buffer.from('message_');
 const ERROR_NEEDLE = Buffer.from('rror');
 
-/** The Anthropic error object `{type, message}` (plus tidegate's `code` for its own errors). */
-function anthropicError(error: unknown): { type: string; message: string; code?: string } {
+/**
+ * The Anthropic error object `{type, message}` (plus tidegate's `code` for its own errors); an
+ * upstream HTTP error answered in Anthropic's error JSON keeps the upstream's.
+ */
+function anthropicError(raised: unknown): { type: string; message: string; code?: string } {
+  const error = upstreamErrorOf(raised, anthropicAnswerError);
   if (error instanceof UpstreamStreamError) return { type: error.type, message: error.message };
   let type = 'api_error';
   if (error instanceof TimeoutError) type = 'timeout_error';
@@ -25,6 +29,21 @@ function anthropicError(error: unknown): { type: string; message: string; code?:
     else if (typeof status === 'number' && status >= 400 && status < 500) type = 'invalid_request_error';
   }
   return { type, message: messageOf(error), code: codeOf(error) };
+}
+
+/**
+ * The upstream's error in an Anthropic `error` event's data, `{"type":"error","error":{"type",
+ * "message"}}` (`data`, the event's text, stands in for a missing message).
+ */
+function anthropicUpstreamError(body: Record<string, unknown> | undefined, data: string): UpstreamStreamError {
+  const err = obj(body?.error);
+  return new UpstreamStreamError(typeof err?.message === 'string' ? err.message : data, typeof err?.type === 'string' ? err.type : 'api_error');
+}
+
+/** The upstream's error in an Anthropic error answer (an `error` object, `type` `"error"` or none), else `undefined`. */
+function anthropicAnswerError(body: Record<string, unknown>, text: string): UpstreamStreamError | undefined {
+  if (obj(body.error) === undefined || (body.type !== undefined && body.type !== 'error')) return undefined;
+  return anthropicUpstreamError(body, text);
 }
 
 /** Anthropic's error `type` for an HTTP status (its API's errors page), for refusals and relayed statuses. */
@@ -59,17 +78,8 @@ export const anthropicAdapter: ProviderAdapter = {
       switch (type) {
         case 'message_stop':
           return { type: 'done', wire };
-        case 'error': {
-          const err = obj(body?.error);
-          return {
-            type: 'error',
-            error: new UpstreamStreamError(
-              typeof err?.message === 'string' ? err.message : e.data,
-              typeof err?.type === 'string' ? err.type : 'api_error',
-            ),
-            wire,
-          };
-        }
+        case 'error':
+          return { type: 'error', error: anthropicUpstreamError(body, e.data), wire };
         case 'content_block_delta': {
           const delta = obj(body?.delta);
           if (delta?.type === 'text_delta' && typeof delta.text === 'string') return { type: 'delta', text: delta.text, wire };

@@ -1,5 +1,6 @@
 import { ShutdownError, TimeoutError } from '../errors';
-import { UpstreamHttpError, UpstreamRedirectError, UpstreamResetError } from '../http/errors';
+import { UpstreamHttpError, UpstreamRedirectError, UpstreamResetError, type UpstreamStreamError } from '../http/errors';
+import { parseObject } from './wire';
 
 /**
  * The HTTP status for an error answered before the stream started: the error's own `status`
@@ -13,6 +14,20 @@ export function httpStatusOf(error: unknown): number {
   if (error instanceof ShutdownError) return 503;
   const status = (error as { status?: unknown } | undefined)?.status;
   return typeof status === 'number' && status >= 400 && status < 600 ? status : 500;
+}
+
+/**
+ * The error a provider's error frame or error JSON reports for `error`. An upstream HTTP error
+ * ({@link UpstreamHttpError}, its body bounded when it was read) whose body is the provider's
+ * error JSON becomes the {@link UpstreamStreamError} `read` finds in it (the reading the
+ * adapter's decoder gives an error frame), so the client's SDK raises the upstream's own
+ * message, type and code, as it would from the HTTP answer. Any other error, and a body that
+ * is not that JSON (`read` answers `undefined`), is returned as is.
+ */
+export function upstreamErrorOf(error: unknown, read: (json: Record<string, unknown>, text: string) => UpstreamStreamError | undefined): unknown {
+  if (!(error instanceof UpstreamHttpError)) return error;
+  const json = parseObject(error.body);
+  return (json === undefined ? undefined : read(json, error.body)) ?? error;
 }
 
 export { codeOf, messageOf, writeJsonError } from '../express/error-shapes';

@@ -1,14 +1,34 @@
 import type { ServerResponse } from 'node:http';
 import type { SseEvent, SseEventInit } from '../sse';
 import { UpstreamStreamError } from '../http/errors';
-import { codeOf, httpStatusOf, messageOf, writeJsonError } from './errors-http';
+import { codeOf, httpStatusOf, messageOf, upstreamErrorOf, writeJsonError } from './errors-http';
 import type { GatewayEvent, ProviderAdapter, TokenUsage } from './types';
 import { hasAsciiEscape, num, obj, parseObject, reencoder } from './wire';
 
-/** The OpenAI error object `{message, type, code}` for an error tidegate (or the upstream) raised. */
-function openAiError(error: unknown): { message: string; type: string; code: string | number | null; param: null } {
-  if (error instanceof UpstreamStreamError) return { message: error.message, type: error.type, code: error.providerCode, param: null };
-  return { message: messageOf(error), type: 'tidegate_error', code: codeOf(error), param: null };
+/**
+ * The OpenAI error object `{message, type, code, param}` for an error tidegate (or the upstream)
+ * raised; an upstream HTTP error answered in OpenAI's error JSON keeps the upstream's.
+ */
+function openAiError(error: unknown): { message: string; type: string; code: string | number | null; param: string | null } {
+  const e = upstreamErrorOf(error, openAiUpstreamError);
+  if (e instanceof UpstreamStreamError) return { message: e.message, type: e.type, code: e.providerCode, param: e.param };
+  return { message: messageOf(e), type: 'tidegate_error', code: codeOf(e), param: null };
+}
+
+/**
+ * The upstream's error in an OpenAI error frame or error answer, `{"error":{"message","type",
+ * "code","param"}}`, or `undefined` when `body` has no `error` object.
+ */
+function openAiUpstreamError(body: Record<string, unknown>): UpstreamStreamError | undefined {
+  const error = obj(body.error);
+  if (error === undefined) return undefined;
+  const { code, param } = error;
+  return new UpstreamStreamError(
+    typeof error.message === 'string' ? error.message : JSON.stringify(error),
+    typeof error.type === 'string' ? error.type : 'server_error',
+    typeof code === 'string' || typeof code === 'number' ? code : null,
+    typeof param === 'string' ? param : null,
+  );
 }
 
 function usageOf(v: unknown): TokenUsage | undefined {
@@ -202,19 +222,8 @@ export const openaiAdapter: ProviderAdapter = {
       if (text !== undefined) return text.length > 0 ? { type: 'delta', text, wire } : { type: 'frame', wire };
       const body = parseObject(e.data);
       if (body === undefined) return { type: 'frame', wire };
-      const error = obj(body.error);
-      if (error !== undefined) {
-        const code = error.code;
-        return {
-          type: 'error',
-          error: new UpstreamStreamError(
-            typeof error.message === 'string' ? error.message : JSON.stringify(error),
-            typeof error.type === 'string' ? error.type : 'server_error',
-            typeof code === 'string' || typeof code === 'number' ? code : null,
-          ),
-          wire,
-        };
-      }
+      const error = openAiUpstreamError(body);
+      if (error !== undefined) return { type: 'error', error, wire };
       const usage = usageOf(body.usage);
       const choices = Array.isArray(body.choices) ? body.choices : [];
       const first = obj(choices[0]);

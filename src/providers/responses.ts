@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { SseFrame, encodeSse, type SseEvent, type SseEventInit } from '../sse';
 import { UpstreamStreamError } from '../http/errors';
-import { codeOf, httpStatusOf, messageOf, writeJsonError } from './errors-http';
+import { codeOf, httpStatusOf, messageOf, upstreamErrorOf, writeJsonError } from './errors-http';
 import type { GatewayEvent, ProviderAdapter, TokenUsage } from './types';
 import { lastSequence, responsesNeedsDecode } from './responses-scan';
 import { eventTypeOf, num, obj, parseObject, reencoder } from './wire';
@@ -15,10 +15,19 @@ interface ResponsesState {
   createdAt: number | undefined;
 }
 
-/** The OpenAI error `{type, code, message}` of an error the upstream sent or tidegate raised. */
-function errorFields(error: unknown): { type: string; code: string | number | null; message: string } {
-  if (error instanceof UpstreamStreamError) return { type: error.type, code: error.providerCode, message: error.message };
-  return { type: 'tidegate_error', code: codeOf(error), message: messageOf(error) };
+/**
+ * The OpenAI error `{type, code, message, param}` of an error the upstream sent or tidegate
+ * raised; an upstream HTTP error answered in OpenAI's error JSON keeps the upstream's.
+ */
+function errorFields(raised: unknown): { type: string; code: string | number | null; message: string; param: string | null } {
+  const error = upstreamErrorOf(raised, answerError);
+  if (error instanceof UpstreamStreamError) return { type: error.type, code: error.providerCode, message: error.message, param: error.param };
+  return { type: 'tidegate_error', code: codeOf(error), message: messageOf(error), param: null };
+}
+
+/** The upstream's error in an error answer, `{"error":{"message","type","code","param"}}`, else `undefined`. */
+function answerError(body: Record<string, unknown>, text: string): UpstreamStreamError | undefined {
+  return obj(body.error) === undefined ? undefined : upstreamError(body, text, false);
 }
 
 function usageOf(response: Record<string, unknown> | undefined): TokenUsage | undefined {
@@ -31,10 +40,12 @@ function usageOf(response: Record<string, unknown> | undefined): TokenUsage | un
 function upstreamError(body: Record<string, unknown> | undefined, data: string, failed: boolean): UpstreamStreamError {
   const e = failed ? obj(obj(body?.response)?.error) : (obj(body?.error) ?? body);
   const code = e?.code;
+  const param = e?.param;
   return new UpstreamStreamError(
     typeof e?.message === 'string' ? e.message : data,
     typeof e?.type === 'string' && e.type !== 'error' ? e.type : failed ? 'server_error' : 'server_error',
     typeof code === 'string' || typeof code === 'number' ? code : null,
+    typeof param === 'string' ? param : null,
   );
 }
 
@@ -118,8 +129,8 @@ function responsesStream(): ProviderAdapter {
     // The byte relay decodes a frame (after the first text) only when it may end the stream.
     needsDecode: (frame) => responsesNeedsDecode(frame, state),
     formatError(error): SseFrame {
-      const { type, code, message } = errorFields(error);
-      const errorEvent = { type: 'error', sequence_number: ++state.sequence, code, message, param: null, error: { type, code, message, param: null } };
+      const { type, code, message, param } = errorFields(error);
+      const errorEvent = { type: 'error', sequence_number: ++state.sequence, code, message, param, error: { type, code, message, param } };
       const failed = {
         type: 'response.failed',
         sequence_number: ++state.sequence,
@@ -169,8 +180,8 @@ export const responsesAdapter: ProviderAdapter = {
     return responsesStream().formatError(error);
   },
   sendHttpError(res: ServerResponse, error) {
-    const { type, code, message } = errorFields(error);
-    writeJsonError(res, httpStatusOf(error), { error: { message, type, code, param: null } });
+    const { type, code, message, param } = errorFields(error);
+    writeJsonError(res, httpStatusOf(error), { error: { message, type, code, param } });
   },
   nonStreamBody(body) {
     return { ...body, stream: false };

@@ -3,6 +3,7 @@ import type { FlowOperator } from '../flow/flow';
 import { map } from '../flow/operators/map';
 import { SseFrame, type SseEventInit } from '../sse';
 import type { Scrubber } from '../http/redact';
+import { UpstreamHttpError } from '../http/errors';
 import type { GatewayEvent, ProviderAdapter } from './types';
 
 /**
@@ -56,12 +57,18 @@ export function scrubbingAdapter(adapter: ProviderAdapter, scrubber: Scrubber): 
   };
 }
 
-/** `error` itself when its message holds no secret, else a copy (same prototype and own fields) with the message scrubbed. */
+/**
+ * `error` itself when its message (and an {@link UpstreamHttpError}'s body, which an adapter may
+ * read its error from) holds no secret, else a copy (same prototype and own fields) with them
+ * scrubbed.
+ */
 export function scrubError(error: unknown, scrubber: Scrubber): unknown {
   if (!(error instanceof Error)) return typeof error === 'string' ? scrubber.string(error) : error;
   const message = scrubber.string(error.message);
-  if (message === error.message) return error;
+  const body = error instanceof UpstreamHttpError ? scrubber.string(error.body) : undefined;
+  if (message === error.message && (body === undefined || body === (error as UpstreamHttpError).body)) return error;
   const copy = Object.create(Object.getPrototypeOf(error) as object, Object.getOwnPropertyDescriptors(error)) as Error;
   Object.defineProperty(copy, 'message', { value: message, writable: true, configurable: true, enumerable: false });
+  if (body !== undefined) Object.defineProperty(copy, 'body', { value: body, writable: true, configurable: true, enumerable: true });
   return copy;
 }

@@ -61,7 +61,11 @@ export interface ProviderAdapter {
   terminatorFrame?: ((event: SseEvent) => Buffer | undefined) | undefined;
   /** Headers that carry the configured upstream credential (never the client's). */
   authHeaders(apiKey: string | undefined): Record<string, string>;
-  /** An error written after the stream started, in the provider's SSE protocol (one event, or a frame of several). */
+  /**
+   * An error written after the stream started, in the provider's SSE protocol (one event, or a
+   * frame of several). An upstream HTTP error whose body is the provider's error JSON (after an
+   * early commit) is written as the upstream's own error, as its error frame would be.
+   */
   formatError(error: unknown): SseEventInit | SseFrame;
   /**
    * A fresh adapter for one stream, when the protocol's errors continue the stream's state

@@ -82,7 +82,7 @@ describe('early commit (policy.earlyCommitMs)', () => {
     expect(r.text).toMatch(/event: error\ndata: \{"code":"ERR_TIDEGATE_UPSTREAM_STATUS","message":"upstream answered HTTP 503"\}\n\n$/);
   });
 
-  it('turns an upstream error after an early commit into an OpenAI error chunk', async () => {
+  it("turns an upstream error after an early commit into an OpenAI error chunk carrying the upstream's error", async () => {
     const upstream = await slowUpstream(400, (res) => {
       res.writeHead(429, { 'content-type': 'application/json' });
       res.end('{"error":{"message":"slow down","type":"rate_limit","code":"rate_limit_exceeded"}}');
@@ -95,8 +95,38 @@ describe('early commit (policy.earlyCommitMs)', () => {
     const frames = r.text.split('\n\n').filter((f) => f.startsWith('data: '));
     expect(frames).toHaveLength(1);
     const body = JSON.parse(frames[0].slice(6)) as { error: { message: string; code: string } };
-    expect(body.error).toMatchObject({ code: 'ERR_TIDEGATE_UPSTREAM_STATUS', message: 'upstream answered HTTP 429' });
+    expect(body.error).toEqual({ message: 'slow down', type: 'rate_limit', code: 'rate_limit_exceeded', param: null });
     expect(r.text.startsWith(': ping\n\n')).toBe(true);
+  });
+
+  it("turns an upstream error after an early commit into an Anthropic error event carrying the upstream's error", async () => {
+    const upstream = await slowUpstream(400, (res) => {
+      res.writeHead(529, { 'content-type': 'application/json' });
+      res.end('{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":"req_1"}');
+    });
+    closers.push(upstream.close);
+    const { gw } = await gatewayFor(upstream.url, { path: '/v1/messages', provider: 'anthropic', policy: { earlyCommitMs: 100 } });
+    closers.push(() => gw.close());
+    const r = await timedRequest(`${gw.url}/v1/messages`, { ...chat, body: JSON.stringify({ model: 'm', stream: true, max_tokens: 16, messages: [] }) });
+    expect(r.status).toBe(200);
+    expect(r.text.replace(/: ping\n\n/g, '')).toBe('event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n');
+  });
+
+  it("turns an upstream error after an early commit into a Responses error event and response.failed carrying the upstream's error", async () => {
+    const upstream = await slowUpstream(400, (res) => {
+      res.writeHead(400, { 'content-type': 'application/json' });
+      res.end('{"error":{"message":"Invalid model","type":"invalid_request_error","code":"model_not_found","param":"model"}}');
+    });
+    closers.push(upstream.close);
+    const { gw } = await gatewayFor(upstream.url, { path: '/v1/responses', provider: 'openai', api: 'responses', policy: { earlyCommitMs: 100 } });
+    closers.push(() => gw.close());
+    const r = await timedRequest(`${gw.url}/v1/responses`, { ...chat, body: JSON.stringify({ model: 'm', stream: true, input: 'hi' }) });
+    expect(r.status).toBe(200);
+    const events = r.text.split('\n\n').filter((f) => f.startsWith('event: '));
+    expect(events.map((e) => e.slice(7, e.indexOf('\n')))).toEqual(['error', 'response.failed']);
+    const error = { message: 'Invalid model', type: 'invalid_request_error', code: 'model_not_found', param: 'model' };
+    expect(JSON.parse(events[0].slice(events[0].indexOf('data: ') + 6))).toEqual({ type: 'error', sequence_number: 0, code: error.code, message: error.message, param: error.param, error });
+    expect(JSON.parse(events[1].slice(events[1].indexOf('data: ') + 6))).toMatchObject({ type: 'response.failed', response: { status: 'failed', error: { code: error.code, message: error.message } } });
   });
 
   it('keeps the upstream HTTP status when early commit is off (the default)', async () => {

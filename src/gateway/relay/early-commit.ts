@@ -33,7 +33,9 @@ const PING = Buffer.from(': ping\n\n');
  * queued (`res.writableLength > 0`): a client that does not read costs nothing but its socket.
  *
  * The price of the commit: the HTTP status is 200 from then on, so an upstream error is sent
- * with {@link EarlyCommit.fail} as an error frame in the provider's shape.
+ * with {@link EarlyCommit.fail} as an error frame in the provider's shape. The adapter's
+ * `formatError` keeps an upstream HTTP error's own message, type and code when its body is the
+ * provider's error JSON; only its status is lost (no provider's stream error has a field for it).
  */
 export function scheduleEarlyCommit(res: ServerResponse, options: EarlyCommitOptions): EarlyCommit {
   let committed = false;
