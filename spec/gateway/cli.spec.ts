@@ -201,6 +201,24 @@ describe('tidegate CLI: configuration', () => {
     expect(cli.stderr()).toContain('stream.overflow');
   });
 
+  it('neither keeps nor announces the embedded simulator when the gateway cannot start', async () => {
+    const file = path.join(dir, 'redis.yaml');
+    writeFileSync(file, 'routes:\n  - path: /v1/chat/completions\n    provider: openai\n    resume: { store: redis }\n');
+    const busy = net.createServer();
+    await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
+    try {
+      for (const args of [['--config', file], ['--port', String((busy.address() as net.AddressInfo).port)]]) {
+        const cli = run(args, { LOG_LEVEL: 'info', REDIS_URL: '', UPSTREAM_URL: '' });
+        children.push(cli.child);
+        expect(await cli.exit).toBe(1);
+        expect(cli.stderr()).toMatch(/^tidegate: (routes .*redis\.url|cannot listen on)/);
+        expect(cli.stdout()).not.toContain('simulator started');
+      }
+    } finally {
+      busy.close();
+    }
+  });
+
   it('says in one line which address is busy when the port is taken', async () => {
     const busy = net.createServer();
     await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));

@@ -33,7 +33,9 @@ export interface RunningGateway {
 
 /**
  * Starts the standalone gateway: the embedded simulated upstream when `config.upstream.url` is
- * absent, then the HTTP server on `config.host:config.port` (port 0 = ephemeral).
+ * absent, then the HTTP server on `config.host:config.port` (port 0 = ephemeral). When the start
+ * fails (a config the app refuses, a port in use) the embedded simulator is closed again before
+ * the error is thrown, and never logged as started.
  */
 export async function startGateway(config: GatewayConfig, options: Omit<GatewayDeps, 'upstreamUrl'> & { logger?: Logger | undefined } = {}): Promise<RunningGateway> {
   const logger = options.logger ?? createLogger();
@@ -41,19 +43,27 @@ export async function startGateway(config: GatewayConfig, options: Omit<GatewayD
   let simulator: Simulator | undefined;
   if (upstreamUrl === undefined) {
     simulator = createSimulator({ tokensPerSecond: config.simulator.tokensPerSecond, ttftMs: config.simulator.ttftMs });
-    const sim = await simulator.listen(0, '127.0.0.1');
-    upstreamUrl = sim.url;
-    logger.info('simulator started', { url: upstreamUrl });
+    upstreamUrl = (await simulator.listen(0, '127.0.0.1')).url;
   }
-  const app = createGatewayApp(config, { ...options, logger, upstreamUrl });
-  const server = http.createServer({ ...expressServerOptions(app), ...serverTimeouts(config) }, app);
-  server.on('connection', (socket: net.Socket) => app.gateway.admission.trackConnection(socket));
-  deferContinue(server);
-  server.listen(config.port, config.host);
-  await new Promise<void>((resolve, reject) => {
-    server.once('listening', resolve);
-    server.once('error', reject);
-  });
+  let app: GatewayApp;
+  let server: Server;
+  try {
+    app = createGatewayApp(config, { ...options, logger, upstreamUrl });
+    server = http.createServer({ ...expressServerOptions(app), ...serverTimeouts(config) }, app);
+    server.on('connection', (socket: net.Socket) => app.gateway.admission.trackConnection(socket));
+    deferContinue(server);
+    server.listen(config.port, config.host);
+    await new Promise<void>((resolve, reject) => {
+      server.once('listening', resolve);
+      server.once('error', reject);
+    });
+  } catch (err) {
+    // A config the app refuses, a port taken: the simulator started for it goes, unannounced.
+    await simulator?.close();
+    throw err;
+  }
+  // Logged once the gateway in front of it listens: a start that fails never announces it.
+  if (simulator !== undefined) logger.info('simulator started', { url: upstreamUrl });
   applyListenerBounds(server, app.gateway.routes);
   const port = (server.address() as AddressInfo).port;
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
