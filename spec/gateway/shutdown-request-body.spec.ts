@@ -53,4 +53,26 @@ describe('a request body still arriving at shutdown', () => {
     expect(logs.lines.filter((l) => l.message === 'refused')).toEqual([expect.objectContaining({ route: path, method: 'POST', status: 503, errorCode: 'ERR_TIDEGATE_SHUTDOWN', bodyComplete: false })]);
     socket.destroy();
   });
+
+  it('logs bodyComplete: true for a request that came whole while draining', async () => {
+    // A running stream keeps the drain in its grace, the gateway still answering.
+    const running = fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-sim-tokens-per-second': '20' }, body: JSON.stringify({ model: 'sim-synthetic-40', stream: true, messages: [] }) });
+    await waitFor(() => gw.app.gateway.activeStreams === 1);
+    const stopped = gw.shutdown(5000);
+    const body = JSON.stringify({ model: 'sim', stream: true, messages: [] });
+    const socket = net.connect(gw.port, '127.0.0.1');
+    let answer = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (c: string) => (answer += c));
+    socket.on('error', () => undefined);
+    // Head and body in one write, as curl -d sends a small body.
+    socket.write(`POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    await waitFor(() => answer.trimEnd().endsWith('}'));
+    expect(answer).toMatch(/^HTTP\/1\.1 503 /);
+    await waitFor(() => logs.lines.some((l) => l.message === 'refused'));
+    expect(logs.lines.filter((l) => l.message === 'refused')).toEqual([expect.objectContaining({ route: '/v1/chat/completions', status: 503, errorCode: 'ERR_TIDEGATE_SHUTDOWN', bodyComplete: true })]);
+    socket.destroy();
+    await (await running).text();
+    await stopped;
+  });
 });

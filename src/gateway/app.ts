@@ -134,6 +134,10 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
    * (`limits.retryAfterSeconds`) and `Connection: close`, and one `refused` log line. A body not
    * read is not waited for (the connection lingers closed, see closeAfterResponse); an answer
    * that can no longer be written closes the connection.
+   *
+   * The line's `bodyComplete` says whether the whole body had arrived: it is written once the
+   * read that brought the request's head is parsed to its end, since a request refused as its head
+   * arrives has not had its body parsed yet, though the client sent it in the same packet.
    */
   const refuseDraining = (req: Request, res: Response, shape: Pick<ProviderAdapter, 'sendHttpError'>, route: string): void => {
     const error = new ShutdownError('gateway is shutting down; retry on another instance');
@@ -144,7 +148,8 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
       if (hasUnreadBody(req)) closeAfterResponse(req, res);
       shape.sendHttpError(res, error);
     } else req.socket.destroy();
-    logger.info('refused', { route, method: req.method, status: writable ? 503 : 499, errorCode: error.code, bodyComplete: req.complete });
+    // Once the read that brought the head is parsed to its end (see the docstring).
+    setImmediate(() => logger.info('refused', { route, method: req.method, status: writable ? 503 : 499, errorCode: error.code, bodyComplete: req.complete }));
   };
   /** The refusals of requests still sending their bodies, run when the drain starts. */
   const uploading = new Set<() => void>();
