@@ -3,9 +3,10 @@
  * `x-sim-fault` header or for every request with the `fault` option.
  *
  * - `none`: a normal response.
- * - `error-midstream`: after `faultAfterTokens` tokens, the provider's mid-stream error frame
- *   (OpenAI `data: {"error":{…server_error…}}`; Anthropic `event: error` overloaded_error), then
- *   a clean end with no terminator (`[DONE]` / `message_stop`).
+ * - `error-midstream`: after `faultAfterTokens` tokens, the route's mid-stream error frame
+ *   (Chat and legacy Completions `data: {"error":{…server_error…}}`; Responses `event: error`
+ *   `insufficient_quota` then `response.failed`; Anthropic `event: error` overloaded_error), then
+ *   a clean end with no terminator (`[DONE]` / `response.completed` / `message_stop`).
  * - `truncate`: after `faultAfterTokens` tokens, a clean end with no finish frames and no terminator.
  * - `reset`: after `faultAfterTokens` tokens, the socket is destroyed with a TCP RST.
  * - `stall`: after `faultAfterTokens` tokens, nothing more until the client leaves (idle timeouts).
