@@ -27,7 +27,8 @@ export class RequestBodyAbortedError extends Error {
  * - not all of it within `timeoutMs`: stops reading, rejects with 408 `ERR_TIDEGATE_BODY_TIMEOUT`;
  * - `Content-Encoding` other than `identity`: rejects at once with 415 `ERR_TIDEGATE_BODY_ENCODING`
  *   (an inflated body would escape `maxBytes`);
- * - the client closing first: rejects with {@link RequestBodyAbortedError}.
+ * - the client closing first (its connection as well: Node emits no `'close'` on a request
+ *   answered before its body ended): rejects with {@link RequestBodyAbortedError}, timers cleared.
  *
  * Resolves `undefined` when the request has no body (no `Transfer-Encoding`, no or zero
  * `Content-Length`). On a rejection the request is paused and its listeners removed: whoever
@@ -56,6 +57,7 @@ export function readRequestBody(req: IncomingMessage, limits: RequestBodyLimits)
     timeoutMs: limits.timeoutMs,
     timedOut: (timeoutMs) => stop(new AdmissionError('ERR_TIDEGATE_BODY_TIMEOUT', `the request body did not arrive within ${timeoutMs} ms`, 408, 'body_timeout')),
     closedEarly: () => stop(new RequestBodyAbortedError('the client closed the connection before its request body was complete')),
+    closeWith: req.socket,
   }).then((body) => (body.length === 0 ? undefined : body));
 }
 

@@ -1,3 +1,4 @@
+import type { EventEmitter } from 'node:events';
 import type { Readable } from 'node:stream';
 
 /** What {@link readBounded} does at each of its limits. */
@@ -22,6 +23,11 @@ export interface BoundedRead {
    * rejection; absent, the read resolves with what arrived.
    */
   closedEarly?: (() => unknown) | undefined;
+  /**
+   * Another emitter whose `'close'` ends the read as the body's own would: a request's socket,
+   * since Node emits no `'close'` on a request answered before its body ended.
+   */
+  closeWith?: EventEmitter | undefined;
   /**
    * Past `maxBytes`, resolve with the first `maxBytes` instead of rejecting; the rest is left
    * unread for the caller to release (an error body a client reports but never trusts).
@@ -55,6 +61,7 @@ export function readBounded(body: Readable, limits: BoundedRead): Promise<Buffer
       body.off('end', onEnd);
       body.off('error', onError);
       body.off('close', onClose);
+      limits.closeWith?.off('close', onClose);
     };
     const fail = (reason: () => unknown): void => {
       teardown();
@@ -95,5 +102,6 @@ export function readBounded(body: Readable, limits: BoundedRead): Promise<Buffer
     body.once('end', onEnd);
     body.once('error', onError);
     body.once('close', onClose);
+    limits.closeWith?.once('close', onClose);
   });
 }
