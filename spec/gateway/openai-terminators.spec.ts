@@ -36,7 +36,7 @@ function upstreamHandler(req: http.IncomingMessage, res: http.ServerResponse): v
   if (req.headers['x-hold'] === '1') {
     res.write(variant);
     // Open until the gateway hangs up (its drain after the terminator) or the test ends.
-    const t = setTimeout(() => res.end(), 5000);
+    const t = setTimeout(() => res.end(), 5000).unref();
     res.once('close', () => clearTimeout(t));
   } else res.end(variant);
 }

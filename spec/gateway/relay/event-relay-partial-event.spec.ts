@@ -92,7 +92,7 @@ describe.each([
   it('refuses an event that outgrows the budget with ERR_TIDEGATE_SSE_LIMIT and cancels the upstream', async () => {
     holdAt = 0;
     const read = await readSse(`${gw.url}${path}`, { body });
-    await Promise.race([read.ended, new Promise((r) => setTimeout(r, 5000))]);
+    await Promise.race([read.ended, new Promise((r) => setTimeout(r, 5000).unref())]);
     // The route's protocol (OpenAI, or passthrough's `event: error`): the error is the last event.
     const last = JSON.parse(read.events[read.events.length - 1]!.data) as { code?: string; error?: { code?: string } };
     expect(last.error?.code ?? last.code).toBe('ERR_TIDEGATE_SSE_LIMIT');

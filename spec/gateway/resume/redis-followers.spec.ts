@@ -127,7 +127,7 @@ run('RedisResumeStore: several followers on other instances', () => {
     // The first client reads the first event and leaves; a follower on another instance takes over.
     await readOneAndLeave(stream);
     const follower = await follow(store(), streamId, Infinity);
-    const outcome = await Promise.race([follower.ended, new Promise((r) => setTimeout(() => r('stalled'), 8000))]);
+    const outcome = await Promise.race([follower.ended, new Promise((r) => setTimeout(() => r('stalled'), 8000).unref())]);
     expect(outcome).toBe('complete');
     expect(follower.seqs).toEqual([1, 2, 3, 4, 5, 6]);
   }, 30_000);
