@@ -24,11 +24,20 @@ function openAiUpstreamError(body: Record<string, unknown>): UpstreamStreamError
   if (error === undefined) return undefined;
   const { code, param } = error;
   return new UpstreamStreamError(
-    typeof error.message === 'string' ? error.message : JSON.stringify(error),
+    typeof error.message === 'string' ? error.message : jsonText(error),
     typeof error.type === 'string' ? error.type : 'server_error',
     typeof code === 'string' || typeof code === 'number' ? code : null,
     typeof param === 'string' ? param : null,
   );
+}
+
+/** `value` as JSON text; an upstream's object nested past what `JSON.stringify` can walk (it recurses) is named so instead. */
+function jsonText(value: unknown): string {
+  try {
+    return JSON.stringify(value);
+  } catch {
+    return 'upstream error (its error object is nested too deep to show)';
+  }
 }
 
 function usageOf(v: unknown): TokenUsage | undefined {

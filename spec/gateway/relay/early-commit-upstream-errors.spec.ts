@@ -78,6 +78,8 @@ const ANSWERS: Record<string, (protocol: Protocol, req: http.IncomingMessage) =>
   'echo-key': (p, req) => ({ status: 401, type: 'application/json', body: JSON.stringify(p.errorBody(`Incorrect API key provided: ${String(req.headers.authorization ?? req.headers['x-api-key'])}`)) }),
   html: () => ({ status: 502, type: 'text/html', body: '<html><body>502 Bad Gateway</body></html>' }),
   'other-json': () => ({ status: 503, type: 'application/json', body: '{"error":"overloaded"}' }),
+  // Within the 64 KiB error-body bound: an error object nested 20,000 deep, its message no string.
+  nested: () => ({ status: 500, type: 'application/json', body: `{"error":{"message":1,"x":${'['.repeat(20_000)}${']'.repeat(20_000)}}}` }),
 };
 
 describe('early commit: an upstream HTTP error after the commit, read by the official SDKs', () => {
@@ -136,6 +138,13 @@ describe('early commit: an upstream HTTP error after the commit, read by the off
     const message = name === 'messages' ? (err as { apiMessage?: unknown }).apiMessage : (err as Error).message;
     expect(message).toBe('Incorrect API key provided: [redacted]');
     expect(JSON.stringify((err as { error?: unknown }).error)).not.toContain(KEY);
+  });
+
+  it.each(Object.keys(PROTOCOLS))('%s: an error object nested past the stack is relayed as an error, and the gateway serves on', async (name) => {
+    const err = await (PROTOCOLS[name] as Protocol).failure(`${gateway.url}/nested`);
+    expect(err).toBeInstanceOf(name === 'messages' ? Anthropic.APIError : OpenAI.APIError);
+    expect((err as Error).message).not.toMatch(/call stack/);
+    expect((await fetch(`${gateway.url}/healthz`)).status).toBe(200);
   });
 
   it.each(Object.keys(PROTOCOLS).flatMap((name) => [[name, 'html'], [name, 'other-json']]))('%s: a body that is not the provider error JSON (%s) keeps ERR_TIDEGATE_UPSTREAM_STATUS', async (name, mode) => {

@@ -56,8 +56,21 @@ export async function relay(req: Request, res: Response, options: RelayOptions):
   // One reaction for both ends (a `.finally()` would add a promise and two closures per stream).
   return relayStream(stream, req, res, options).then(
     () => stream.close(),
-    (err: unknown) => failBeforeHeaders(stream, err).finally(() => stream.close()),
+    (err: unknown) =>
+      failBeforeHeaders(stream, err)
+        .catch((failure: unknown) => answerFailed(options, res, failure))
+        .finally(() => stream.close()),
   );
+}
+
+/**
+ * Writing the error answer itself threw (a bug, or an upstream's error nothing can encode): the
+ * client's connection is closed and the failure logged. It never escapes: a rejection here would
+ * end the process, every other stream with it.
+ */
+function answerFailed(options: RelayOptions, res: Response, failure: unknown): void {
+  options.logger.error('relay error answer failed', { route: options.route.path, error: failure instanceof Error ? failure.message : String(failure) });
+  res.destroy();
 }
 
 /**
