@@ -1,7 +1,7 @@
 import http from 'node:http';
 import { getEventListeners } from 'node:events';
-import type { AddressInfo } from 'node:net';
-import { awaitDelivery, type DeliveryEnd } from '../../../src/express/bridge/await-delivery';
+import net, { type AddressInfo } from 'node:net';
+import { awaitDelivery, writeWhole, WHOLE_SLICE_BYTES, type DeliveryEnd, type WholeWrite } from '../../../src/express/bridge/await-delivery';
 import { CallSignal } from '../../../src/http/node-hooks';
 import { RawClient, trackOpen, waitFor } from '../../harness/net';
 
@@ -101,4 +101,66 @@ describe('awaitDelivery', () => {
     client.readAll();
     expect(await client.waitClosed()).toBe(true);
   });
+});
+
+describe('writeWhole', () => {
+  /** A server writing `body` with writeWhole; resolves its count and delivery once a request came. */
+  async function serveWhole(body: Buffer, stallMs: number): Promise<{ port: number; served: Promise<{ write: WholeWrite; end: Promise<DeliveryEnd> }> }> {
+    let onServed!: (v: { write: WholeWrite; end: Promise<DeliveryEnd> }) => void;
+    const served = new Promise<{ write: WholeWrite; end: Promise<DeliveryEnd> }>((r) => (onServed = r));
+    server = http.createServer((_req, res) => {
+      res.writeHead(200, { 'content-length': body.length });
+      const write = writeWhole(res, body);
+      onServed({ write, end: awaitDelivery(res, stallMs, undefined, write.handed) });
+    });
+    await new Promise<void>((resolve) => server?.listen(0, '127.0.0.1', resolve));
+    return { port: (server.address() as AddressInfo).port, served };
+  }
+
+  it('hands the body to the kernel slice by slice as the client reads, and it arrives whole', async () => {
+    const body = Buffer.alloc(4 * 1024 * 1024);
+    for (let i = 0; i < body.length; i++) body[i] = i % 251;
+    const { port, served } = await serveWhole(body, 0);
+    const socket = net.connect(port, '127.0.0.1');
+    socket.pause();
+    socket.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+    const { write, end } = await served;
+    await new Promise((r) => setTimeout(r, 200));
+    const stopped = write.handed();
+    // The client reads nothing: the kernel's queues hold a part, the rest waits slice by slice.
+    expect(stopped).toBeLessThan(body.length);
+    expect(stopped % WHOLE_SLICE_BYTES).toBe(0);
+    const chunks: Buffer[] = [];
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    socket.resume();
+    expect(await end).toBe('delivered');
+    expect(write.handed()).toBe(body.length);
+    await waitFor(() => Buffer.concat(chunks).length >= body.length);
+    const got = Buffer.concat(chunks);
+    expect(got.subarray(got.indexOf('\r\n\r\n') + 4).equals(body)).toBe(true);
+    socket.destroy();
+  });
+
+  it('is not cut while a client reads it steadily, a little every 100 ms', async () => {
+    // Past what loopback's kernel queues take, so the client's reads pace the rest.
+    const body = Buffer.alloc(12 * 1024 * 1024, 'y');
+    const { port, served } = await serveWhole(body, 400);
+    const socket = net.connect(port, '127.0.0.1');
+    let got = 0;
+    socket.on('data', (c: Buffer) => (got += c.length));
+    socket.pause();
+    socket.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+    const reader = setInterval(() => {
+      socket.resume();
+      setTimeout(() => socket.pause(), 2);
+    }, 100);
+    try {
+      const { end } = await served;
+      expect(await end).toBe('delivered');
+    } finally {
+      clearInterval(reader);
+      socket.destroy();
+    }
+    expect(got).toBeGreaterThan(0);
+  }, 30_000);
 });

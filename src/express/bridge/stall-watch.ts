@@ -7,6 +7,11 @@ export interface StallWatched {
   stillFull(): boolean;
   /** No progress for `stallMs`: called once. */
   stalled(): void;
+  /**
+   * True when the stream saw the client take bytes since the previous tick by a count of its own
+   * (a whole answer written slice by slice), besides what the socket shows. Absent: only the socket.
+   */
+  moved?(): boolean;
 }
 
 /**
@@ -48,7 +53,8 @@ export class StallWatch {
     this.timer = undefined;
     if (!this.stream.stillFull()) return;
     const now = Date.now();
-    if (this.sampler.moved()) this.lastProgressAt = now;
+    const own = this.stream.moved?.() === true;
+    if (this.sampler.moved() || own) this.lastProgressAt = now;
     if (now - this.lastProgressAt >= this.stallMs) return this.stream.stalled();
     this.timer = setTimeout(this.check, Math.min(this.stallMs - (now - this.lastProgressAt), this.tickMs));
   };

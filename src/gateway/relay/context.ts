@@ -152,7 +152,8 @@ export class StreamContext {
   }
 
   /**
-   * Waits for the whole answer just ended on `res` (an upstream answer or an HTTP error) to reach
+   * Waits for the whole answer ended on `res` (an upstream answer written by `writeWhole`, whose
+   * `handed` count is progress too, or an HTTP error) to reach
    * the client, so that the stream, and the slot the request holds until it ends, count the
    * bytes held for it. Resolves with why it did not: a {@link ClientClosedError} when the client
    * left first, a {@link StalledError} when the client took no byte for the route's
@@ -160,10 +161,10 @@ export class StreamContext {
    * when it aborts meanwhile; the connection is then reset. `undefined` once Node handed the last
    * byte to the kernel.
    */
-  wholeDelivered(): Promise<unknown> {
+  wholeDelivered(handed?: () => number): Promise<unknown> {
     const stallMs = this.env.route.policy.stallTimeoutMs;
     // An answer to the abort itself (a 504 after the total timeout) is not cut by it.
-    return awaitDelivery(this.res, stallMs, this.signal.aborted ? undefined : this.signal).then((end) => {
+    return awaitDelivery(this.res, stallMs, this.signal.aborted ? undefined : this.signal, handed).then((end) => {
       if (end === 'client_closed') return new ClientClosedError();
       if (end === 'stalled') return new StalledError(stallMs);
       if (end === 'aborted') return this.signal.reason;

@@ -1,6 +1,7 @@
 import { fetchUpstream, type UpstreamBody, type UpstreamRequest } from '../../http/request';
 import { TimeoutError } from '../../errors';
 import { withRetries } from '../../http/retry';
+import { writeWhole } from '../../express/bridge/await-delivery';
 import { codeOf } from '../../express/error-shapes';
 import type { StreamContext } from './context';
 import { errorOutcome } from './outcome';
@@ -25,12 +26,14 @@ function sendWhole(stream: StreamContext, answer: UpstreamBody): Promise<void> {
   const body = stream.redaction === undefined ? answer.body : stream.redaction.keys.buffer(answer.body);
   // Set here, not by end(): Node leaves it out of a HEAD answer, which must carry the GET's headers.
   res.setHeader('Content-Length', body.length);
-  res.end(body);
-  // A HEAD answer's body is dropped by Node, unsent.
-  const sent = stream.req.method === 'HEAD' ? 0 : body.length;
+  // A HEAD answer's body is dropped by Node, unsent. Any other goes slice by slice, so that a
+  // client reading it steadily shows as progress to the stall watch.
+  const head = stream.req.method === 'HEAD';
+  const handed = head ? (res.end(body), undefined) : writeWhole(res, body).handed;
+  const sent = head ? 0 : body.length;
   env.metrics.bytesOut.inc({ route: env.route.path }, sent);
   const status = answer.status;
-  return stream.wholeDelivered().then((cut) => {
+  return stream.wholeDelivered(handed).then((cut) => {
     if (cut === undefined) return stream.finish('completed', { status, bytes: sent, stream: false });
     stream.finish(errorOutcome(cut), { status, bytes: sent, stream: false, errorCode: codeOf(cut), timeoutKind: cut instanceof TimeoutError ? cut.kind : undefined });
   });
