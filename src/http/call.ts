@@ -173,7 +173,7 @@ export class UpstreamCall implements SizedReadCall {
           // anyway is gunzipped with Z_SYNC_FLUSH rather than fed to the parser as gzip bytes.
           compress: true,
           signal: this.signal as never,
-          redirect: request.followRedirects === true || request.followRedirects === 'same-origin' ? 'follow' : 'manual',
+          redirect: followsRedirects(request.followRedirects) ? 'follow' : 'manual',
         }),
       );
       const response = await pending;
@@ -227,7 +227,7 @@ export class UpstreamCall implements SizedReadCall {
     // call too. Only a final answer is kept.
     const follow = this.request.followRedirects;
     const status = res.statusCode ?? 0;
-    if ((follow === true || follow === 'same-origin') && res.headers.location !== undefined && isRedirect(status)) {
+    if (followsRedirects(follow) && res.headers.location !== undefined && isRedirect(status)) {
       const reason = this.redirects >= MAX_REDIRECTS ? 'too-many' : follow === 'same-origin' && !sameOrigin(res.headers.location, this.request.url) ? 'other-origin' : undefined;
       if (reason === undefined) {
         this.redirects++;
@@ -491,3 +491,15 @@ export const isRedirect = (status: number): boolean => status === 301 || status 
 
 /** A status of the 3xx (Redirection) class, RFC 9110 §15.4: followable or not. */
 export const is3xx = (status: number): boolean => status >= 300 && status <= 399;
+
+/** Whether a call with `follow` follows redirects at all (`true`, `'same-origin'`). */
+export const followsRedirects = (follow: FollowRedirects | undefined): boolean => follow === true || follow === 'same-origin';
+
+/**
+ * The refusal of a 3xx final answer that no call followed: `not-followed` for a redirect a call
+ * that follows none was given, `unfollowable` for any other (a 300, 304, 305, or a redirect that
+ * could not be followed, e.g. without `Location`).
+ */
+export function unfollowedRedirect(status: number, route: string | undefined, follow: FollowRedirects | undefined): UpstreamRedirectError {
+  return new UpstreamRedirectError(status, route, isRedirect(status) && !followsRedirects(follow) ? 'not-followed' : 'unfollowable');
+}

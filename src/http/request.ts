@@ -1,6 +1,6 @@
 import type { Response } from 'node-fetch';
 import type { Flow } from '../flow/flow';
-import { is3xx, isRedirect, UpstreamCall, type CallRequest, type UpstreamRequest } from './call';
+import { is3xx, unfollowedRedirect, UpstreamCall, type CallRequest, type UpstreamRequest } from './call';
 import { DEFAULT_MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES, UpstreamHttpError, UpstreamNotStreamError, UpstreamRedirectError } from './errors';
 import { isMediaType } from './media-type';
 import { retryAfterMs } from './retry';
@@ -85,10 +85,8 @@ function refuseRedirect(call: UpstreamCall, response: Response): void {
   if (!is3xx(status)) return;
   call.release();
   if (call.refusedRedirect !== undefined) throw call.refusedRedirect;
-  const follow = call.request.followRedirects;
   // A call that follows redirects resolves with a 3xx only when node-fetch could not follow it.
-  const following = follow === true || follow === 'same-origin';
-  throw new UpstreamRedirectError(status, call.request.route, isRedirect(status) && !following ? 'not-followed' : 'unfollowable');
+  throw unfollowedRedirect(status, call.request.route, call.request.followRedirects);
 }
 
 /**

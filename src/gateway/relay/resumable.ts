@@ -3,7 +3,7 @@ import { SseConnectionError, SseHttpError } from '../../errors';
 import { Flow } from '../../flow/flow';
 import type { Subscriber, Subscription } from '../../flow/types';
 import type { SseEvent } from '../../sse/codec/parser';
-import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_FIRST_BYTE_TIMEOUT_MS, is3xx, isRedirect, type FollowRedirects } from '../../http/call';
+import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_FIRST_BYTE_TIMEOUT_MS, is3xx, unfollowedRedirect, type FollowRedirects } from '../../http/call';
 import { UpstreamHttpError, UpstreamNotStreamError, UpstreamRedirectError, UpstreamResetError, UpstreamUnreachableError } from '../../http/errors';
 import type { AbortSignalLike } from '../../http/abort-signal-like';
 
@@ -106,10 +106,7 @@ export function openResumableStream(request: ResumableRequest): Promise<Flow<Sse
 
 function mapError(err: unknown, route?: string, follow?: FollowRedirects): unknown {
   // connectSse hands back any 3xx it did not follow; none reaches the client as it came.
-  if (err instanceof SseHttpError && is3xx(err.status)) {
-    const following = follow === true || follow === 'same-origin';
-    return new UpstreamRedirectError(err.status, route, isRedirect(err.status) && !following ? 'not-followed' : 'unfollowable');
-  }
+  if (err instanceof SseHttpError && is3xx(err.status)) return unfollowedRedirect(err.status, route, follow);
   if (err instanceof UpstreamRedirectError) return new UpstreamRedirectError(err.upstreamStatus, route, err.reason);
   // A 2xx that opened no stream (not `text/event-stream`, or not a 200): its body is no answer to relay.
   if (err instanceof SseHttpError && err.status >= 200 && err.status <= 299) return new UpstreamNotStreamError(err.status, err.contentType, route);

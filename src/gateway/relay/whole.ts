@@ -29,7 +29,9 @@ function sendWhole(stream: StreamContext, answer: UpstreamBody): Promise<void> {
   // A HEAD answer's body is dropped by Node, unsent. Any other goes slice by slice, so that a
   // client reading it steadily shows as progress to the stall watch.
   const head = stream.req.method === 'HEAD';
-  const handed = head ? (res.end(body), undefined) : writeWhole(res, body).handed;
+  let handed: (() => number) | undefined;
+  if (head) res.end(body);
+  else handed = writeWhole(res, body).handed;
   const sent = head ? 0 : body.length;
   env.metrics.bytesOut.inc({ route: env.route.path }, sent);
   const status = answer.status;
