@@ -120,6 +120,12 @@ function echoing(req: http.IncomingMessage, res: http.ServerResponse): void {
       res.writeHead(401, { 'content-type': 'application/json' });
       res.end(JSON.stringify(protocol.httpError(`Incorrect API key provided: ${key} (${auth})`)));
       return;
+    case 'status-401-escaped':
+      // As PHP's and Go's JSON encoders may write it: `/` as `\/`, a character as `\uXXXX`.
+      res.writeHead(401, { 'content-type': 'application/json' });
+      const host = String(req.headers.host);
+      res.end(JSON.stringify(protocol.httpError(`Incorrect API key provided: ${key} (${auth}) for http://${host}/v1`)).replace(/sk-/g, '\\u0073k-').split(host).join(host.replace(':', '\\u003a')).replace(/\//g, '\\/'));
+      return;
     case 'stream-error':
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.write(protocol.content('hello'));
@@ -216,6 +222,13 @@ describe('upstream details never reach a client', () => {
     const { status, text } = await call(`${prefix}${protocol.path}`, 'status-401', prefix !== '/nonstream');
     expect(status).toBe(401);
     expect(protocol.httpErrorMessage(JSON.parse(text))).toBe('Incorrect API key provided: [redacted] ([redacted])');
+  });
+
+  it.each(cases((_, p) => p.variants))('%s: an HTTP error body spelling the key and host with JSON escapes is relayed redacted (%s)', async (name, prefix) => {
+    const protocol = PROTOCOLS[name] as Protocol;
+    const { status, text } = await call(`${prefix}${protocol.path}`, 'status-401-escaped', prefix !== '/nonstream');
+    expect(status).toBe(401);
+    expect(protocol.httpErrorMessage(JSON.parse(text))).toBe('Incorrect API key provided: [redacted] ([redacted]) for [redacted]/v1');
   });
 
   it.each(cases((_, p) => p.variants.filter((v) => v !== '/nonstream')))('%s: a mid-stream error frame echoing the key is relayed redacted (%s)', async (name, prefix) => {

@@ -14,6 +14,17 @@ describe('Scrubber', () => {
     expect(scrubber.buffer(Buffer.from('data: sk-canary-123456\n\n')).toString()).toBe('data: [redacted]\n\n');
   });
 
+  it('json finds a secret spelt with JSON escapes and keeps the JSON value otherwise', () => {
+    const s = new Scrubber(['sk-secret-value', '10.0.0.5:8000']);
+    const body = '{"error":{"message":"bad key \\u0073k-secret\\u002dvalue at http:\\/\\/10.0.0.5:8000\\/v1","note":"a \\"quote\\" and \\u00e9\\n"}}';
+    const out = s.json(body);
+    expect(JSON.parse(out)).toEqual({ error: { message: 'bad key [redacted] at http://[redacted]/v1', note: 'a "quote" and é\n' } });
+    expect(out).toContain('\\"quote\\"');
+    expect(s.json('{"ok":"http:\\/\\/example.com \\u0041"}')).toBe('{"ok":"http:\\/\\/example.com \\u0041"}');
+    expect(s.json('{"key":"\\\\u0073k-secret-value"}')).toBe('{"key":"\\\\u0073k-secret-value"}');
+    expect(s.json('cut short: \\u0073k-secret-value and \\')).toBe('cut short: [redacted] and \\');
+  });
+
   it('is inactive without secrets', () => {
     expect(new Scrubber([]).active).toBe(false);
   });

@@ -19,7 +19,8 @@ const CREDENTIAL_HEADERS = new Set(['authorization', 'proxy-authorization', 'x-a
 /**
  * Replaces each of a fixed set of secrets (exact, case-sensitive substrings) by
  * {@link REDACTED}. A secret spelt otherwise (JSON `\u` escapes, split across two events) is not
- * found. Without secrets every method returns its input at the cost of one length check.
+ * found, except by {@link Scrubber.json}, which reads JSON's escapes. Without secrets every
+ * method returns its input at the cost of one length check.
  */
 export class Scrubber {
   /** Longest first, so a secret that contains another is replaced whole (`127.0.0.1:8080` before `127.0.0.1`). */
@@ -48,6 +49,20 @@ export class Scrubber {
     return text;
   }
 
+  /**
+   * `json` (a JSON text, whole or cut short) with every secret replaced, also where JSON escapes
+   * spell it (`\u0073k-…`, `http:\/\/host`, as PHP's and Go's encoders write): when a secret shows
+   * only once `\/` and `\uXXXX` are read, the text comes back with them read (the same JSON value:
+   * a quote, a backslash, a control character or a surrogate stays escaped) and the secret
+   * replaced; otherwise as {@link string} returns it, byte for byte.
+   */
+  json(json: string): string {
+    if (!this.active || !json.includes('\\')) return this.string(json);
+    const read = json.replace(JSON_PLAIN_ESCAPE, readPlainEscape);
+    const scrubbed = read === json ? read : this.string(read);
+    return scrubbed === read ? this.string(json) : scrubbed;
+  }
+
   /** `bytes` itself when it holds no secret (one `Buffer#indexOf` per secret), else a copy with each replaced. */
   buffer(bytes: Buffer): Buffer {
     for (let k = 0; k < this.buffers.length; k++) {
@@ -62,6 +77,16 @@ export class Scrubber {
     if (!this.active) return more;
     return new Scrubber([...this.strings, ...more.strings], 1);
   }
+}
+
+/** A JSON escape that may spell a plain character (`\\` is matched so that its second backslash starts nothing). */
+const JSON_PLAIN_ESCAPE = /\\(?:\\|\/|u([0-9a-fA-F]{4}))/g;
+
+/** The character `\/` or `\uXXXX` stands for, unless JSON needs it escaped (`"`, `\`, below U+0020, a surrogate half). */
+function readPlainEscape(escape: string, hex: string | undefined): string {
+  if (hex === undefined) return escape === '\\/' ? '/' : escape;
+  const code = Number.parseInt(hex, 16);
+  return code < 0x20 || code === 0x22 || code === 0x5c || (code >= 0xd800 && code <= 0xdfff) ? escape : String.fromCharCode(code);
 }
 
 /**

@@ -141,7 +141,7 @@ export async function failBeforeHeaders(stream: StreamContext, err: unknown): Pr
       res.status(err.status);
       res.setHeader('Content-Type', err.contentType ?? 'application/json; charset=utf-8');
       if (err.retryAfterMs !== undefined) res.setHeader('Retry-After', String(Math.ceil(err.retryAfterMs / 1000)));
-      const body = stream.redaction === undefined ? '' : stream.redaction.errors.string(err.body);
+      const body = stream.redaction === undefined ? '' : stream.redaction.errors.json(err.body);
       res.setHeader('Content-Length', Buffer.byteLength(body));
       res.end(body);
     } else stream.adapter.sendHttpError(res, err);
