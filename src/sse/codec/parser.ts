@@ -37,6 +37,7 @@ function checkLimit(name: string, value: number | undefined, fallback: number): 
  * This equals decoding the whole stream first, because CR and LF never occur inside a valid
  * UTF-8 sequence and an invalid partial sequence before them becomes U+FFFD either way.
  * Not re-entrant: a callback must not call `feed()` of the same parser (it may call `reset()`).
+ * Its methods are the parser's own: call them on it (`parser.feed(bytes)`), not detached.
  *
  * Limits: memory is bounded by `maxLineBytes` (pending line) plus `maxEventBytes` (data of the
  * event being built); exceeding either signals {@link SseLimitError} (`ERR_TIDEGATE_SSE_LIMIT`):
@@ -53,18 +54,13 @@ export function createSseParser(options: SseParserOptions): SseParser {
   if (options === null || typeof options !== 'object' || typeof options.onEvent !== 'function') {
     throw new TypeError('createSseParser: options.onEvent must be a function');
   }
-  const impl = new SseParserImpl(options);
-  return {
-    feed: (chunk) => impl.feed(chunk),
-    end: () => impl.end(),
-    reset: () => impl.reset(),
-    get heldBytes() {
-      return impl.heldBytes;
-    },
-  };
+  // The parser itself, no wrapper: a relayed stream holds its parser for its whole life, and a
+  // wrapper of closures (with a getter, a dictionary-mode object) cost ~700 B of heap per stream.
+  return new SseParserImpl(options);
 }
 
-class SseParserImpl {
+/** The {@link SseParser} {@link createSseParser} returns. */
+class SseParserImpl implements SseParser {
   private readonly onComment: ((comment: string) => void) | undefined;
   private readonly onError: ((error: SseLimitError) => void) | undefined;
   private readonly maxLineBytes: number;
