@@ -61,7 +61,12 @@ describe('lazy idle timeout on real sockets', () => {
         route('/events', 'events'),
         at('/big-bytes', 'bytes', '/big'),
         at('/big-events', 'events', '/big'),
-        ...['bytes', 'events'].flatMap((relay) => [at(`/chatter-${relay}`, relay, '/chatter'), at(`/only-chatter-${relay}`, relay, '/only-chatter'), at(`/slow-${relay}`, relay, '/slow')]),
+        ...['bytes', 'events'].flatMap((relay) => [
+          at(`/chatter-${relay}`, relay, '/chatter'),
+          at(`/only-chatter-${relay}`, relay, '/only-chatter'),
+          at(`/slow-${relay}`, relay, '/slow'),
+          at(`/late-${relay}`, relay, '/late'),
+        ]),
       ],
       { heartbeatMs: 0 },
     ));
@@ -83,6 +88,8 @@ describe('lazy idle timeout on real sockets', () => {
     up.scripts.set('/only-chatter', (_req, res) => chatter(res, ': hello\n\n'));
     // An event every IDLE_MS / 2 with comments between them, 8 events in all: slow, but never idle.
     up.scripts.set('/slow', () => Array.from({ length: 8 }, (_, i) => [': thinking\n\n', IDLE_MS / 4, `data: ${i}\n\n`, IDLE_MS / 4]).flat());
+    // Two events IDLE_MS / 4 apart, then the end.
+    up.scripts.set('/late', () => ['data: 1\n\n', IDLE_MS / 4, 'data: 2\n\n']);
     // Three events, then silence until the test ends it (no timer on the upstream's side).
     up.scripts.set('/silent', (_req, res) => {
       res.writeHead(200, SSE_HEAD);
@@ -146,6 +153,27 @@ describe('lazy idle timeout on real sockets', () => {
     await waitFor(() => logs.streams().length > before, 2000);
     expect((logs.streams()[before] as Record<string, unknown>).outcome).toBe('completed');
     expect(client.body()).toContain('data: 7\n\n');
+  });
+
+  it.each(['bytes', 'events'])('%s relay: an event that reached the socket while the event loop was blocked past idleMs is read before the deadline is judged', async (relay) => {
+    const before = logs.streams().length;
+    const client = await RawClient.request(gw.port, `/late-${relay}`);
+    clients.push(client);
+    let blockedMs = 0;
+    client.readAll((chunk) => {
+      if (blockedMs > 0 || !chunk.includes('data: 1')) return;
+      // The deadline armed after event 1 passes while the loop is blocked; the upstream's timer
+      // for event 2 falls due meanwhile and runs first, so event 2 is in the socket when the
+      // gateway's timer fires.
+      const from = Date.now();
+      while (Date.now() - from < IDLE_MS + IDLE_MS / 2); // bounded by the clock
+      blockedMs = Date.now() - from;
+    });
+    expect(await client.waitClosed(5000)).toBe(true);
+    await waitFor(() => logs.streams().length > before, 2000);
+    expect(blockedMs).toBeGreaterThan(IDLE_MS);
+    expect((logs.streams()[before] as Record<string, unknown>).outcome).toBe('completed');
+    expect(client.body()).toContain('data: 2\n\n');
   });
 
   it('a client cancelling while the idle deadline is armed leaves no timer behind', async () => {

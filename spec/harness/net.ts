@@ -147,12 +147,13 @@ export class RawClient {
     this.timer = setInterval(() => this.readSome(Math.max(1, Math.round((bytesPerSecond * tickMs) / 1000))), tickMs);
   }
 
-  /** Reads everything as it arrives. */
-  readAll(): void {
+  /** Reads everything as it arrives; `onChunk` sees each chunk once it is recorded. */
+  readAll(onChunk?: (chunk: Buffer) => void): void {
     this.stopReading();
     this.socket.on('data', (c: Buffer) => {
       this.received.push(c);
       this.bytesRead += c.length;
+      onChunk?.(c);
     });
     this.socket.resume();
   }

@@ -23,6 +23,16 @@ export abstract class TimeoutSubscriber<T> extends OperatorSubscriber<T, T> {
    * re-arm allocate a heap number, kept until the next element and promoted on a slow stream.
    */
   private deadline = Number.NaN;
+  /** The deadline was found passed once and the verdict waits a turn ({@link pollBeforeFailing}). */
+  private overdue = false;
+  /**
+   * Whether a deadline found passed waits one more scheduler turn before failing. Node runs
+   * timers before it polls I/O, so a timer made late by a blocked event loop (a long GC, CPU
+   * starvation) would otherwise judge a source whose elements already sit in its socket; the
+   * turn lets the poll deliver them first. For deadlines over socket reads on a real clock;
+   * off by default, so that on a virtual clock an element at the deadline stays too late.
+   */
+  protected readonly pollBeforeFailing: boolean = false;
 
   constructor(
     actual: Subscriber<T>,
@@ -43,6 +53,7 @@ export abstract class TimeoutSubscriber<T> extends OperatorSubscriber<T, T> {
     if (this.done || this.cancelled || this.timeoutMs === Infinity) return;
     const now = this.scheduler.now();
     this.deadline = now + ms;
+    this.overdue = false;
     if (this.timer === undefined) this.schedule(ms);
   }
 
@@ -78,6 +89,12 @@ export abstract class TimeoutSubscriber<T> extends OperatorSubscriber<T, T> {
       action.schedule(this, left);
       return;
     }
+    if (this.pollBeforeFailing && !this.overdue) {
+      this.overdue = true;
+      action.schedule(this, 0);
+      return;
+    }
+    this.overdue = false;
     this.timer = undefined;
     this.deadline = Number.NaN;
     this.fail(new TimeoutError(this.kind, this.timeoutMs));

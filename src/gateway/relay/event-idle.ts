@@ -105,6 +105,8 @@ class BodySubscriber<T> extends OperatorSubscriber<T, T> {
 }
 
 class EventIdleSubscriber<T> extends TimeoutSubscriber<T> {
+  // The upstream's bytes may be in its socket when a late timer fires: read them before judging.
+  protected override readonly pollBeforeFailing = true;
   private outstanding = 0;
   /** What is left of the wait for the next event while the clock is paused, ms. */
   private remaining: number;
