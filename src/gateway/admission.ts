@@ -22,7 +22,8 @@ export type RefusalReason =
   | 'body_too_deep'
   | 'body_too_many_values'
   | 'bad_request'
-  | 'media_type';
+  | 'media_type'
+  | 'shutdown';
 
 /**
  * Reasons that refuse a request for what it asks, not for the load: its connection stays open
@@ -146,9 +147,21 @@ export interface Admission {
    * was read to the end.
    */
   refuse(req: IncomingMessage, res: ServerResponse, adapter: Pick<ProviderAdapter, 'sendHttpError'>, error: AdmissionError): void;
+  /**
+   * Counts and logs a refusal answered by its own code, as {@link refuse} does (by reason, one
+   * `refused` line within the same rate limit): the drain's 503.
+   * `status` is the status answered, 499 when the answer could no longer be written.
+   */
+  record: RecordRefusal;
   /** Writes the summary of refusals not logged yet (see {@link RefusalLog.flush}); the drain calls it. */
   flushLog(): void;
 }
+
+/**
+ * Counts and logs one refusal answered elsewhere (see {@link Admission.record}); `bodyComplete`
+ * rides on the drain's lines.
+ */
+export type RecordRefusal = (req: IncomingMessage, status: number, refusal: { readonly code: string; readonly reason: RefusalReason; readonly bodyComplete?: boolean | undefined }) => void;
 
 /**
  * The refusal of a request the gateway cannot forward as it is (`ERR_TIDEGATE_BAD_REQUEST`, 400,
@@ -195,7 +208,15 @@ export function createAdmission(limits: AdmissionLimits, metrics: GatewayMetrics
       ? new AdmissionError('ERR_TIDEGATE_CLIENT_LIMIT', `this client holds its limit of ${limits.maxStreamsPerClient} concurrent stream${limits.maxStreamsPerClient === 1 ? '' : 's'}; retry when one ends`, 429, 'client_streams', retryAfter)
       : undefined;
 
+  const record: RecordRefusal = (req, status, { code, reason, bodyComplete }) => {
+    metrics.admissionRefusals.inc({ reason });
+    // Not Express's `path`: below a mount point (an error handler's) it lacks the mount's prefix.
+    const path = ((req as { originalUrl?: string }).originalUrl ?? req.url ?? '').split('?')[0] as string;
+    refusals?.log({ route: path, method: req.method ?? '', status, errorCode: code, reason, ...(bodyComplete === undefined ? {} : { bodyComplete }) });
+  };
+
   return {
+    record,
     get connections() {
       return connections;
     },
@@ -247,10 +268,7 @@ export function createAdmission(limits: AdmissionLimits, metrics: GatewayMetrics
       };
     },
     refuse(req, res, adapter, error) {
-      metrics.admissionRefusals.inc({ reason: error.reason });
-      // Not Express's `path`: below a mount point (an error handler's) it lacks the mount's prefix.
-      const path = ((req as { originalUrl?: string }).originalUrl ?? req.url ?? '').split('?')[0];
-      refusals?.log({ route: path, method: req.method ?? '', status: res.headersSent ? 499 : error.status, errorCode: error.code, reason: error.reason });
+      record(req, res.headersSent ? 499 : error.status, error);
       if (res.headersSent) {
         req.socket.destroy();
         return;

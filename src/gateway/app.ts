@@ -131,7 +131,8 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
   /**
    * Refuses a request the drain will not relay (it came while draining, or was still sending
    * its body): 503 `ERR_TIDEGATE_SHUTDOWN` in `shape`, with `Retry-After`
-   * (`limits.retryAfterSeconds`) and `Connection: close`, and one `refused` log line. A body not
+   * (`limits.retryAfterSeconds`) and `Connection: close`, counted and logged as any refusal
+   * (reason `shutdown`, within the refusal log's rate limit, see Admission.record). A body not
    * read is not waited for (the connection lingers closed, see closeAfterResponse); an answer
    * that can no longer be written closes the connection.
    *
@@ -139,7 +140,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
    * read that brought the request's head is parsed to its end, since a request refused as its head
    * arrives has not had its body parsed yet, though the client sent it in the same packet.
    */
-  const refuseDraining = (req: Request, res: Response, shape: Pick<ProviderAdapter, 'sendHttpError'>, route: string): void => {
+  const refuseDraining = (req: Request, res: Response, shape: Pick<ProviderAdapter, 'sendHttpError'>): void => {
     const error = new ShutdownError('gateway is shutting down; retry on another instance');
     const writable = !res.headersSent && !res.destroyed;
     if (writable) {
@@ -149,7 +150,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
       shape.sendHttpError(res, error);
     } else req.socket.destroy();
     // Once the read that brought the head is parsed to its end (see the docstring).
-    setImmediate(() => logger.info('refused', { route, method: req.method, status: writable ? 503 : 499, errorCode: error.code, bodyComplete: req.complete }));
+    setImmediate(() => admission.record(req, writable ? 503 : 499, { code: error.code, reason: 'shutdown', bodyComplete: req.complete }));
   };
   /** The refusals of requests still sending their bodies, run when the drain starts. */
   const uploading = new Set<() => void>();
@@ -242,7 +243,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
     app.head(RESUME_PATH, refuseHead(['GET'], (req) => resumeDeps.fallback(req)));
     app.get(RESUME_PATH, (req: Request, res: Response) => {
       const errorShape = resumeDeps.fallback(req);
-      if (!ready) return refuseDraining(req, res, errorShape, req.path);
+      if (!ready) return refuseDraining(req, res, errorShape);
       const slot = admitResume(req, res, String(req.params.streamId), errorShape);
       if (slot === undefined) return;
       track(serveResume(req, res, String(req.params.streamId), resumeDeps), slot);
@@ -255,14 +256,14 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
     // Before the body is read, taking no slot: a client over capacity costs no body bytes (nor,
     // with `Expect: 100-continue`, an upload), and an upload in progress holds no stream slot.
     const checkCapacity = (req: Request, res: Response, next: NextFunction): void => {
-      if (!ready) return refuseDraining(req, res, adapter, route.path);
+      if (!ready) return refuseDraining(req, res, adapter);
       const over = admission.checkStream(req);
       if (over !== undefined) return admission.refuse(req, res, adapter, over);
       next();
     };
     // Once there is nothing left to read: a request that lost its slot meanwhile gets the same refusal.
     const admit = (req: Request, res: Response, next: NextFunction): void => {
-      if (!ready) return refuseDraining(req, res, adapter, route.path);
+      if (!ready) return refuseDraining(req, res, adapter);
       const release = admission.admitStream(req);
       if (release instanceof AdmissionError) return admission.refuse(req, res, adapter, release);
       // Released on the response's close or the stream's end; a shared (resumable) stream takes
@@ -279,7 +280,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
       let refused = false;
       const refuse = (): void => {
         refused = true;
-        refuseDraining(req, res, adapter, route.path);
+        refuseDraining(req, res, adapter);
       };
       uploading.add(refuse);
       readRequestBody(req, { maxBytes: config.limits.maxRequestBodyBytes, timeoutMs: config.limits.requestBodyTimeoutMs, onRead: () => continueBody(req, res) }).then(
@@ -366,7 +367,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
       served(['GET'], `${route.path}${RESPONSES_RETRIEVE_SUFFIX}`, route.provider);
       app.head(`${route.path}${RESPONSES_RETRIEVE_SUFFIX}`, refuseHead(['GET'], () => adapter));
       app.get(`${route.path}${RESPONSES_RETRIEVE_SUFFIX}`, (req: Request, res: Response) => {
-        if (!ready) return refuseDraining(req, res, adapter, route.path);
+        if (!ready) return refuseDraining(req, res, adapter);
         const resolved = resumeDeps.service.resolve(String(req.params.responseId)).catch(() => undefined);
         track(
           (async () => {

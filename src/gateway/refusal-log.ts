@@ -11,11 +11,13 @@ export interface RefusalFields {
   /** The request's path (at most 200 characters). */
   readonly route: string;
   readonly method: string;
-  /** The status answered: 503, 429, 413, 408, 415. */
+  /** The status answered (503, 429, 413, 408, 415, 405, 404, …), 499 when the answer could no longer be written. */
   readonly status: number;
   readonly errorCode: string;
   /** The `reason` label of `tidegate_admission_refusals_total`. */
   readonly reason: string;
+  /** The drain's refusals: whether the request's whole body had arrived. */
+  readonly bodyComplete?: boolean | undefined;
 }
 
 /**
