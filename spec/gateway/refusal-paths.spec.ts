@@ -1,13 +1,15 @@
 /**
- * Refusals answered outside the admission caps (the drain's 503) are
+ * Refusals answered outside the admission caps (the drain's 503, a refused resume) are
  * counted in `tidegate_admission_refusals_total` by reason and logged as `refused` lines within
  * the refusal log's rate limit, as the caps' own refusals are (src/gateway/admission.ts, record).
  */
 import { REFUSAL_LINES_PER_SECOND } from '../../src/gateway/refusal-log';
 import { waitFor } from '../harness/net';
-import { parsePrometheus, startTestGateway, type TestGateway } from './helpers';
+import { parsePrometheus, SIM_HEADERS, startTestGateway, type TestGateway } from './helpers';
+import { chat, readSse } from './resume/helpers';
 
 const FLOOD = 3 * REFUSAL_LINES_PER_SECOND;
+const forwardHeaders = ['content-type', ...SIM_HEADERS];
 
 let tg: TestGateway | undefined;
 afterEach(async () => {
@@ -56,5 +58,40 @@ describe('refusals while the gateway drains', () => {
     running.abort();
     await stream.then((r) => r.text()).catch(() => undefined);
     await stopped;
+  });
+});
+
+describe('refused resumes', () => {
+  beforeEach(async () => {
+    tg = await startTestGateway({
+      sim: { tokensPerSecond: 2000, ttftMs: 1 },
+      config: { stream: { heartbeatMs: 0 }, retry: { maxAttempts: 1 } },
+      routes: [{ path: '/v1/chat/completions', provider: 'openai', forwardHeaders, resume: true }],
+    });
+  });
+
+  it('of unknown stream ids (404) are counted by reason resume_not_found and logged within the refusal rate limit', async () => {
+    const { url } = (tg as TestGateway).gateway;
+    const answers = await Promise.all(Array.from({ length: FLOOD }, (_, i) => fetch(`${url}/v1/streams/${i.toString(16).padStart(32, '0')}`)));
+    expect(answers.map((a) => a.status)).toEqual(Array.from({ length: FLOOD }, () => 404));
+    await Promise.all(answers.map((a) => a.text()));
+    await expectCapped(FLOOD, 'ERR_TIDEGATE_STREAM_NOT_FOUND');
+    expect(lines('refused')[0]).toMatchObject({ method: 'GET', status: 404, errorCode: 'ERR_TIDEGATE_STREAM_NOT_FOUND', reason: 'resume_not_found' });
+    expect(lines('resume')).toEqual([]);
+    expect(await refusals('resume_not_found')).toBe(FLOOD);
+  });
+
+  it('with another credential (403) are counted by reason resume_forbidden and logged as refused', async () => {
+    const { url } = (tg as TestGateway).gateway;
+    const started = await readSse(`${url}/v1/chat/completions`, { body: chat(), headers: { authorization: 'Bearer owner' } });
+    await started.ended;
+    const streamId = String(started.headers['x-tidegate-stream-id']);
+    const other = await fetch(`${url}/v1/streams/${streamId}`, { headers: { authorization: 'Bearer someone-else' } });
+    expect(other.status).toBe(403);
+    await other.text();
+    await waitFor(() => lines('refused').length === 1, 2000);
+    expect(lines('refused')[0]).toMatchObject({ route: `/v1/streams/${streamId}`, method: 'GET', status: 403, errorCode: 'ERR_TIDEGATE_RESUME_FORBIDDEN', reason: 'resume_forbidden' });
+    expect(JSON.stringify(lines('refused'))).not.toContain('someone-else');
+    expect(await refusals('resume_forbidden')).toBe(1);
   });
 });

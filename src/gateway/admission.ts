@@ -23,7 +23,10 @@ export type RefusalReason =
   | 'body_too_many_values'
   | 'bad_request'
   | 'media_type'
-  | 'shutdown';
+  | 'shutdown'
+  | 'resume_not_found'
+  | 'resume_forbidden'
+  | 'resume_gap';
 
 /**
  * Reasons that refuse a request for what it asks, not for the load: its connection stays open
@@ -149,7 +152,7 @@ export interface Admission {
   refuse(req: IncomingMessage, res: ServerResponse, adapter: Pick<ProviderAdapter, 'sendHttpError'>, error: AdmissionError): void;
   /**
    * Counts and logs a refusal answered by its own code, as {@link refuse} does (by reason, one
-   * `refused` line within the same rate limit): the drain's 503.
+   * `refused` line within the same rate limit): the drain's 503, a refused resume.
    * `status` is the status answered, 499 when the answer could no longer be written.
    */
   record: RecordRefusal;

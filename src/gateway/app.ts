@@ -19,7 +19,7 @@ import { parseJsonBody, readRequestBody, RequestBodyAbortedError } from './reque
 import { adapterFor } from './route-adapters';
 import { modelIdProblem } from './upstream-url';
 import { AllowedMethods, errorShapeFor, headWithGet, isJsonContentType, noRouteHandler, PLAIN_ERRORS, refuseHead } from './route-errors';
-import { RESUME_PATH, serveResume, type ResumeEndpointDeps } from './resume/endpoints';
+import { RESUME_PATH, recordResumeRefusal, serveResume, type ResumeEndpointDeps } from './resume/endpoints';
 import { parseEventId } from './resume/ids';
 import { RESPONSES_RETRIEVE_SUFFIX, retrieveQuery, serveResponsesRetrieve } from './resume/responses-endpoint';
 import { ResumeService } from './resume/service';
@@ -110,6 +110,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
     // As any other path: Anthropic's shape for an Anthropic SDK's request, else OpenAI's under /v1/.
     fallback: (req) => errorShapeFor(req, req.path, routes),
     signal: shutdown.signal,
+    refused: admission.record,
   };
   /**
    * Admits a resume of `streamId`: on the slot its detached stream holds when the stream lends it
@@ -375,7 +376,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
             try {
               streamed = retrieveQuery(req).stream;
             } catch (err) {
-              resumeDeps.logger.info('resume', { route: route.path, outcome: 'refused', errorCode: codeOf(err) });
+              if (!recordResumeRefusal(resumeDeps, req, res, err)) resumeDeps.logger.info('resume', { route: route.path, outcome: 'refused', errorCode: codeOf(err) });
               adapter.sendHttpError(res, err);
               return;
             }

@@ -41,7 +41,7 @@ describe('GET /v1/streams/{id} query', () => {
     await res.ended;
     expect(res.events).toHaveLength(0);
     expectBadRequest(res.status, res.body, 'after');
-    expect(t.logs.lines.filter((l) => l.message === 'resume').at(-1)).toMatchObject({ outcome: 'refused', errorCode: 'ERR_TIDEGATE_BAD_REQUEST' });
+    expect(t.logs.lines.filter((l) => l.message === 'refused').at(-1)).toMatchObject({ status: 400, errorCode: 'ERR_TIDEGATE_BAD_REQUEST', reason: 'bad_request' });
   });
 
   it('still resumes from one plain ?after', async () => {
@@ -65,7 +65,7 @@ describe('GET /v1/responses/{id} query', () => {
     await res.ended;
     expect(res.events).toHaveLength(0);
     expectBadRequest(res.status, res.body, name);
-    expect(t.logs.lines.filter((l) => l.message === 'resume').at(-1)).toMatchObject({ outcome: 'refused', errorCode: 'ERR_TIDEGATE_BAD_REQUEST' });
+    expect(t.logs.lines.filter((l) => l.message === 'refused').at(-1)).toMatchObject({ status: 400, errorCode: 'ERR_TIDEGATE_BAD_REQUEST', reason: 'bad_request' });
   });
 
   it('still streams from one plain ?stream=true&starting_after', async () => {

@@ -5,9 +5,10 @@ import { ByteBudget } from '../../flow/budget';
 import { Flow } from '../../flow/flow';
 import type { Subscriber, Subscription } from '../../flow/types';
 import type { ProviderAdapter } from '../../providers/types';
+import type { RecordRefusal } from '../admission';
 import type { ResolvedRoute } from '../config';
 import type { Logger } from '../logger';
-import { ResumeForbiddenError, ResumeGapError, ResumeRequestError, StreamNotFoundError } from './errors';
+import { ResumeForbiddenError, ResumeGapError, ResumeRequestError, StreamNotFoundError, resumeRefusalReason } from './errors';
 import { singleQueryValue } from './query';
 import { credentialHash, credentialMatches, isStreamId, parseEventId } from './ids';
 import type { ResumeService } from './service';
@@ -27,6 +28,19 @@ export interface ResumeEndpointDeps {
   fallback(req: Request): Pick<ProviderAdapter, 'sendHttpError'>;
   /** Aborted when the gateway ends every stream (shutdown). */
   signal: AbortSignal;
+  /** Counts and logs a refused resume as any refusal (`Admission.record`). */
+  refused: RecordRefusal;
+}
+
+/**
+ * Counts and logs `error` as a refusal (`refused` line, within the refusal log's rate limit) when
+ * it refuses the resume (see {@link resumeRefusalReason}); returns whether it did.
+ */
+export function recordResumeRefusal(deps: Pick<ResumeEndpointDeps, 'refused'>, req: Request, res: Response, error: unknown): boolean {
+  const reason = resumeRefusalReason(error);
+  if (reason === undefined) return false;
+  deps.refused(req, res.headersSent ? 499 : (error as { status: number }).status, { code: codeOf(error), reason });
+  return true;
 }
 
 /**
@@ -37,7 +51,8 @@ export interface ResumeEndpointDeps {
  * live, and ends as the original ends (its terminator, or its error event in the route's
  * protocol). Refusals come before any header, in the route's error shape: 404 unknown or expired
  * stream, 403 another credential, 400 an event this stream never sent, 410
- * `ERR_TIDEGATE_RESUME_GAP` when some events after `seq` left the window. `resumeAt`, when
+ * `ERR_TIDEGATE_RESUME_GAP` when some events after `seq` left the window; each is counted and
+ * logged as any refusal ({@link recordResumeRefusal}). `resumeAt`, when
  * given, names the last event the client has instead of `Last-Event-ID` / `after` (a provider's
  * own position, such as the Responses `starting_after`, mapped to a seq with the stream's log).
  *
@@ -82,7 +97,7 @@ export async function serveResume(req: Request, res: Response, streamId: string,
     logger.info('resume', { streamId, route: routePath, afterSeq, outcome: result.outcome, events: result.events, bytes: result.bytes, errorCode: result.error === undefined ? undefined : codeOf(result.error) });
   } catch (err) {
     if (err instanceof ResumeGapError) service.metrics.gapRefusals.inc({ route: routePath });
-    logger.info('resume', { streamId: isStreamId(streamId) ? streamId : undefined, route: routePath || undefined, outcome: 'refused', errorCode: codeOf(err) });
+    if (!recordResumeRefusal(deps, req, res, err)) logger.info('resume', { streamId: isStreamId(streamId) ? streamId : undefined, route: routePath || undefined, outcome: 'refused', errorCode: codeOf(err) });
     if (!res.headersSent) errorShape.sendHttpError(res, err);
     else res.destroy();
   }

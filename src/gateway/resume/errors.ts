@@ -1,4 +1,5 @@
 import { TidegateError } from '../../errors';
+import type { RefusalReason } from '../admission';
 
 /**
  * A resume asked for events that already left the stream's replay window
@@ -83,4 +84,17 @@ export class ResponseInProgressError extends TidegateError {
   constructor(message = 'the response is still streaming; retrieve it with stream=true to follow it') {
     super('ERR_TIDEGATE_RESPONSE_IN_PROGRESS', message);
   }
+}
+
+/**
+ * The `reason` a refused resume is counted and logged under (`tidegate_admission_refusals_total`,
+ * the `refused` line): 404 `resume_not_found`, 403 `resume_forbidden`, 410 `resume_gap`, 400
+ * `bad_request`. `undefined` for an error that is no refusal of the request (a store failure).
+ */
+export function resumeRefusalReason(error: unknown): RefusalReason | undefined {
+  if (error instanceof StreamNotFoundError) return 'resume_not_found';
+  if (error instanceof ResumeForbiddenError) return 'resume_forbidden';
+  if (error instanceof ResumeGapError) return 'resume_gap';
+  if (error instanceof ResumeRequestError) return 'bad_request';
+  return undefined;
 }

@@ -1,7 +1,7 @@
 import type { Request, Response } from 'express';
 import { eventDataOf } from '../../providers/responses';
 import { num, obj } from '../../providers/wire';
-import { serveResume, type ResumeEndpointDeps } from './endpoints';
+import { recordResumeRefusal, serveResume, type ResumeEndpointDeps } from './endpoints';
 import { ResponseInProgressError, ResumeForbiddenError, ResumeGapError, ResumeRequestError, StreamNotFoundError } from './errors';
 import { singleQueryValue } from './query';
 import { credentialHash, credentialMatches } from './ids';
@@ -39,6 +39,7 @@ export async function serveResponsesRetrieve(req: Request, res: Response, routeP
   try {
     query = retrieveQuery(req);
   } catch (err) {
+    recordResumeRefusal(deps, req, res, err);
     deps.adapterOf(routePath).sendHttpError(res, err);
     return;
   }
@@ -51,6 +52,7 @@ export async function serveResponsesRetrieve(req: Request, res: Response, routeP
     if (!credentialMatches(stored.meta.credentialHash, credentialHash(req.headers))) throw new ResumeForbiddenError();
     res.json(await finalResponse(stored));
   } catch (err) {
+    recordResumeRefusal(deps, req, res, err);
     if (!res.headersSent) deps.adapterOf(routePath).sendHttpError(res, err);
     else res.destroy();
   }
