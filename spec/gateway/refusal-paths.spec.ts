@@ -1,5 +1,5 @@
 /**
- * Refusals answered outside the admission caps (the drain's 503, a refused resume) are
+ * Refusals answered outside the admission caps (the drain's 503, a refused resume, a 405) are
  * counted in `tidegate_admission_refusals_total` by reason and logged as `refused` lines within
  * the refusal log's rate limit, as the caps' own refusals are (src/gateway/admission.ts, record).
  */
@@ -93,5 +93,31 @@ describe('refused resumes', () => {
     expect(lines('refused')[0]).toMatchObject({ route: `/v1/streams/${streamId}`, method: 'GET', status: 403, errorCode: 'ERR_TIDEGATE_RESUME_FORBIDDEN', reason: 'resume_forbidden' });
     expect(JSON.stringify(lines('refused'))).not.toContain('someone-else');
     expect(await refusals('resume_forbidden')).toBe(1);
+  });
+});
+
+describe('a method a relay route does not answer', () => {
+  it.each([
+    ['DELETE', '/v1/chat/completions'],
+    ['PUT', '/v1/messages'],
+  ])('%s %s gets 405, counted by reason method and logged as refused', async (method, path) => {
+    tg = await startTestGateway();
+    const answer = await fetch(`${tg.gateway.url}${path}`, { method });
+    expect(answer.status).toBe(405);
+    expect(answer.headers.get('allow')).toBe('POST');
+    await answer.text();
+    await waitFor(() => lines('refused').length === 1, 2000);
+    expect(lines('refused')[0]).toMatchObject({ route: path, method, status: 405, errorCode: 'ERR_TIDEGATE_METHOD_NOT_ALLOWED', reason: 'method' });
+    expect(await refusals('method')).toBe(1);
+  });
+
+  it('HEAD on a passthrough stream route gets 405, counted by reason method and logged as refused', async () => {
+    tg = await startTestGateway({ routes: [{ path: '/events', provider: 'passthrough', methods: ['GET'] }] });
+    const answer = await fetch(`${tg.gateway.url}/events`, { method: 'HEAD' });
+    expect(answer.status).toBe(405);
+    expect(answer.headers.get('allow')).toBe('GET');
+    await waitFor(() => lines('refused').length === 1, 2000);
+    expect(lines('refused')[0]).toMatchObject({ route: '/events', method: 'HEAD', status: 405, errorCode: 'ERR_TIDEGATE_METHOD_NOT_ALLOWED', reason: 'method' });
+    expect(await refusals('method')).toBe(1);
   });
 });

@@ -23,6 +23,7 @@ export type RefusalReason =
   | 'body_too_many_values'
   | 'bad_request'
   | 'media_type'
+  | 'method'
   | 'shutdown'
   | 'resume_not_found'
   | 'resume_forbidden'
@@ -152,7 +153,7 @@ export interface Admission {
   refuse(req: IncomingMessage, res: ServerResponse, adapter: Pick<ProviderAdapter, 'sendHttpError'>, error: AdmissionError): void;
   /**
    * Counts and logs a refusal answered by its own code, as {@link refuse} does (by reason, one
-   * `refused` line within the same rate limit): the drain's 503, a refused resume.
+   * `refused` line within the same rate limit): the drain's 503, a refused resume, a 405.
    * `status` is the status answered, 499 when the answer could no longer be written.
    */
   record: RecordRefusal;

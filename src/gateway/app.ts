@@ -241,7 +241,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
   if (resumeDeps !== undefined) {
     // A resume holds a stream slot like the stream it continues (its detached stream's, when lent).
     served(['GET'], RESUME_PATH, 'resume');
-    app.head(RESUME_PATH, refuseHead(['GET'], (req) => resumeDeps.fallback(req)));
+    app.head(RESUME_PATH, refuseHead(['GET'], (req) => resumeDeps.fallback(req), admission.record));
     app.get(RESUME_PATH, (req: Request, res: Response) => {
       const errorShape = resumeDeps.fallback(req);
       if (!ready) return refuseDraining(req, res, errorShape);
@@ -344,7 +344,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
     // Express hands HEAD to the GET handlers. A provider route's GET is a whole answer (no body,
     // so no `"stream": true`): its HEAD is that answer without the body. A passthrough GET is a
     // stream, whose HEAD is refused before its GET handler (see refuseHead).
-    const head = route.provider === 'passthrough' ? refuseHead(route.methods, () => adapter) : undefined;
+    const head = route.provider === 'passthrough' ? refuseHead(route.methods, () => adapter, admission.record) : undefined;
     served(route.methods, route.path, route.provider, headWithGet(route));
     for (const method of route.methods) {
       if (method === 'POST') app.post(route.path, checkCapacity, readBody, admit, handler);
@@ -366,7 +366,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
       // OpenAI's retrieve (`responses.retrieve(id, { stream: true, starting_after })`) resumes here,
       // whatever the upstream supports; a streamed one holds a slot as /v1/streams does.
       served(['GET'], `${route.path}${RESPONSES_RETRIEVE_SUFFIX}`, route.provider);
-      app.head(`${route.path}${RESPONSES_RETRIEVE_SUFFIX}`, refuseHead(['GET'], () => adapter));
+      app.head(`${route.path}${RESPONSES_RETRIEVE_SUFFIX}`, refuseHead(['GET'], () => adapter, admission.record));
       app.get(`${route.path}${RESPONSES_RETRIEVE_SUFFIX}`, (req: Request, res: Response) => {
         if (!ready) return refuseDraining(req, res, adapter);
         const resolved = resumeDeps.service.resolve(String(req.params.responseId)).catch(() => undefined);
@@ -402,7 +402,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
   }
 
   // Anything else: a 405 on a route's path, else a 404 naming the routes, in the path's provider shape.
-  app.use(noRouteHandler(routes, endpoints.map((e) => describeEndpoint(e)), allowed));
+  app.use(noRouteHandler(routes, endpoints.map((e) => describeEndpoint(e)), allowed, admission.record));
 
   const control: GatewayControl = {
     metrics,

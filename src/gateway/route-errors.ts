@@ -6,7 +6,7 @@ import { openaiAdapter } from '../providers/openai';
 import { httpStatusOf, writeJsonError } from '../providers/errors-http';
 import type { ProviderAdapter } from '../providers/types';
 import { errorBody } from '../express/error-shapes';
-import { closeAfterResponse, hasUnreadBody } from './admission';
+import { closeAfterResponse, hasUnreadBody, type RecordRefusal } from './admission';
 import type { ResolvedRoute } from './config';
 import { adapterFor } from './route-adapters';
 
@@ -109,9 +109,15 @@ export class AllowedMethods {
  * 405 when the path is served on other methods, its `Allow` what `allowed` recorded for it (by
  * default the routes' own methods, and `HEAD` on a provider route's `GET`), in the route's
  * shape, else that of {@link errorShapeFor}. A body nobody reads is not drained: the connection
- * closes after the answer.
+ * closes after the answer. A 405 is a refusal for what the request asks: `refused` counts and
+ * logs it (reason `method`).
  */
-export function noRouteHandler(routes: readonly ResolvedRoute[], served: readonly string[], allowed: AllowedMethods = routeMethods(routes)): (req: Request, res: Response) => void {
+export function noRouteHandler(
+  routes: readonly ResolvedRoute[],
+  served: readonly string[],
+  allowed: AllowedMethods = routeMethods(routes),
+  refused?: RecordRefusal | undefined,
+): (req: Request, res: Response) => void {
   const list = served.join(', ');
   return (req, res) => {
     if (hasUnreadBody(req)) {
@@ -123,7 +129,7 @@ export function noRouteHandler(routes: readonly ResolvedRoute[], served: readonl
       res.setHeader('Allow', allow.join(', '));
       const own = routes.find((r) => r.path === req.path);
       const shape = own === undefined ? errorShapeFor(req, req.path, routes) : adapterFor(own);
-      shape.sendHttpError(res, new NoRouteError(405, `${req.method} is not served on ${req.path}; use ${allow.join(' or ')}`));
+      refuseMethod(req, res, shape, new NoRouteError(405, `${req.method} is not served on ${req.path}; use ${allow.join(' or ')}`), refused);
       return;
     }
     // The routes that are off by default say how to turn them on.
@@ -157,14 +163,21 @@ export function headWithGet(route: Pick<ResolvedRoute, 'methods' | 'provider'>):
  * shape `shapeOf(req)` gives. Express hands `HEAD` to a `GET` handler, and Node drops every byte
  * written to a `HEAD` response: the relay would read its upstream at full speed with no reader to
  * push back, for a client that wanted headers only. The gateway cannot know the upstream's head
- * without opening the stream, so it does not pretend to.
+ * without opening the stream, so it does not pretend to. `refused` counts and logs the 405 as
+ * any refusal (reason `method`).
  */
-export function refuseHead(allow: readonly string[], shapeOf: (req: Request) => Pick<ProviderAdapter, 'sendHttpError'>): (req: Request, res: Response) => void {
+export function refuseHead(allow: readonly string[], shapeOf: (req: Request) => Pick<ProviderAdapter, 'sendHttpError'>, refused?: RecordRefusal | undefined): (req: Request, res: Response) => void {
   const list = allow.join(', ');
   return (req, res) => {
     res.setHeader('Allow', list);
-    shapeOf(req).sendHttpError(res, new NoRouteError(405, `HEAD is not served on ${req.path}; use ${allow.join(' or ')}`));
+    refuseMethod(req, res, shapeOf(req), new NoRouteError(405, `HEAD is not served on ${req.path}; use ${allow.join(' or ')}`), refused);
   };
+}
+
+/** Answers a 405 in `shape`, counted and logged by `refused` (reason `method`). */
+function refuseMethod(req: Request, res: Response, shape: Pick<ProviderAdapter, 'sendHttpError'>, error: NoRouteError, refused: RecordRefusal | undefined): void {
+  refused?.(req, error.status, { code: error.code, reason: 'method' });
+  shape.sendHttpError(res, error);
 }
 
 /**
