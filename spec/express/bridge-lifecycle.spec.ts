@@ -2,9 +2,10 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { sendFlow, type StreamHandle, type StreamResult } from '../../src/express/send-flow';
 import { Flow } from '../../src/flow/flow';
-import { fromIterable } from '../../src';
+import { fromAsyncIterable, fromIterable } from '../../src';
 import type { Subscriber } from '../../src/flow/types';
 import type { BridgeElement } from '../../src/express/send-flow';
+import { waitFor } from '../harness/net';
 
 /** A bare http server whose handler is set per test; closed in afterEach. */
 let server: http.Server | undefined;
@@ -73,6 +74,25 @@ describe('demand bridge lifecycle', () => {
     expect(text).toContain('data: b');
     await handle!.done;
     expect(await timeoutsSettleTo(before)).toBeLessThanOrEqual(before);
+  });
+
+  it("keeps the response's headers readable when it finishes, for logging middleware", async () => {
+    const url = await listen();
+    let finished: Record<string, unknown> | undefined;
+    handler = (_req, res) => {
+      res.setHeader('X-Request-Id', 'req-1');
+      res.on('finish', () => (finished = { ...res.getHeaders() }));
+      // The second event a while after the first: the head leaves with the first batch.
+      const events = (async function* () {
+        yield { data: 'a' };
+        await new Promise((r) => setTimeout(r, 30));
+        yield { data: 'b' };
+      })();
+      sendFlow(res, fromAsyncIterable(events), { heartbeatMs: 0 });
+    };
+    expect(await readAll(await get(url))).toContain('data: b');
+    await waitFor(() => finished !== undefined);
+    expect(finished).toMatchObject({ 'x-request-id': 'req-1', 'content-type': expect.stringContaining('text/event-stream') });
   });
 
   it('leaves no heartbeat or stall timer behind after the client disconnects mid-stream', async () => {

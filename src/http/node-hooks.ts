@@ -14,7 +14,7 @@
  * | `createConnection` on the upstream agents | `http.Agent` opens each socket through its `createConnection(options, callback)` | the upstream socket's receive buffer is bounded before the request is written |
  * | `Socket#destroySoon` replaced | Node's HTTP server ends a `Connection: close` response's socket with `socket.destroySoon()` | a lingering close instead of a reset while a client still uploads |
  * | agent view (`callAgent`) | as the `addRequest` wrapper, on a caller's own agent | the same, without changing the caller's agent |
- * | header maps dropped ({@link dropSentHeaders}, {@link dropWrittenHead}) | a `ClientRequest` or `ServerResponse` keeps its headers under the `kOutHeaders` symbol; once its head is written Node reads them only for `getHeader()` and kin | a held stream keeps only its written head |
+ * | request header map dropped ({@link dropSentHeaders}) | a `ClientRequest` keeps its headers under the `kOutHeaders` symbol; once `_header` is written Node reads them only for `getHeader()` and kin | a held stream keeps only its written head |
  * | written head dropped ({@link dropWrittenHead}) | an `OutgoingMessage` keeps its rendered head in `_header`; once `_headerSent`, Node tests `_header` only for truth | a held stream keeps no copy of the heads it wrote |
  * | response header map dropped ({@link dropReceivedHeaders}) | an `IncomingMessage`'s `headers` (a setter over its cached map) and `rawHeaders` are read by Node only while the head is parsed | a held stream keeps no copy of the upstream's head |
  * | node-fetch's listeners dropped ({@link releaseFetchListeners}) | node-fetch 2 keeps its `fetch()` scope (`Request`, headers, body, options) only through its listeners on the `ClientRequest`, the response and the signal | a held stream keeps none of its request's objects |
@@ -417,37 +417,29 @@ export function releaseFetchListeners(req: http.ClientRequest, reqMark: Listener
   signal.listeners = undefined;
 }
 
-let kOutHeaders: symbol | null | undefined; // Node's key of an outgoing message's header map, looked up once (`null`: not found)
-/** Drops an outgoing message's header map (`kOutHeaders`: a dictionary-mode object and a `[name, value]` pair per header). */
-function dropHeaderMap(msg: http.OutgoingMessage): void {
-  if (kOutHeaders === undefined) kOutHeaders = Object.getOwnPropertySymbols(msg).find((s) => s.description === 'kOutHeaders') ?? null;
-  if (kOutHeaders !== null) (msg as unknown as Record<symbol, unknown>)[kOutHeaders] = null;
-}
-
+let kOutHeaders: symbol | null | undefined; // Node's key of a request's header map, looked up once (`null`: not found)
 /**
  * Drops the header map of a request whose head was written (`_header` set, and kept): Node reads it
  * after that only for `getHeader()` and kin, which then answer as without headers. ~600 B per held stream.
  */
 export function dropSentHeaders(req: http.ClientRequest): void {
   if (typeof (req as { _header?: unknown })._header !== 'string') return;
-  dropHeaderMap(req);
+  if (kOutHeaders === undefined) kOutHeaders = Object.getOwnPropertySymbols(req).find((s) => s.description === 'kOutHeaders') ?? null;
+  if (kOutHeaders !== null) (req as unknown as Record<symbol, unknown>)[kOutHeaders] = null;
   dropWrittenHead(req);
 }
 
 /** Stands in for a written head: Node only tests it for truth once it was sent. */
 const WRITTEN_HEAD = 'HTTP head written\r\n\r\n';
 /**
- * Once a request's or response's head was sent, replaces the head string it keeps (`_header`,
- * ~250 B per held stream) with a shared one, and drops its header map (~400 B for an SSE
- * response's four headers): after `_headerSent`, Node reads `_header` only as a boolean
- * (`headersSent`, the guards that throw `ERR_HTTP_HEADERS_SENT`) and the map only for
- * `getHeader()` and kin, which then answer as without headers.
+ * Replaces the head string a request or response keeps once it was written (`_header`, ~250 B
+ * per held stream) with a shared one: after `_headerSent`, Node reads `_header` only as a boolean
+ * (`headersSent`, the guards that throw `ERR_HTTP_HEADERS_SENT`). A response keeps its header
+ * map: logging middleware reads it when the response finishes (`res.getHeaders()`).
  */
 export function dropWrittenHead(msg: http.OutgoingMessage): void {
   const m = msg as unknown as { _header?: unknown; _headerSent?: unknown };
-  if (m._headerSent !== true || typeof m._header !== 'string') return;
-  m._header = WRITTEN_HEAD;
-  dropHeaderMap(msg);
+  if (m._headerSent === true && typeof m._header === 'string') m._header = WRITTEN_HEAD;
 }
 
 const NO_HEADERS: http.IncomingHttpHeaders = Object.freeze(Object.create(null) as http.IncomingHttpHeaders);
