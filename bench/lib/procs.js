@@ -3,6 +3,7 @@
 // stopped by PID (never by name) on normal exit, on error and on SIGINT/SIGTERM.
 const { spawn, fork } = require('node:child_process');
 const fs = require('node:fs');
+const path = require('node:path');
 const net = require('node:net');
 
 const children = new Set();
@@ -94,7 +95,11 @@ function start(name, cmd, args, opts = {}) {
   children.add(child);
   let partial = '';
   const maxLines = opts.maxLines || 50000;
+  // BENCH_STDOUT_DIR=/tmp/out keeps each process's whole stdout in <dir>/<name>.<pid>.log, e.g. V8's
+  // --trace-gc-nvp lines given through BENCH_GATEWAY_NODE_FLAGS.
+  const stdoutFile = process.env.BENCH_STDOUT_DIR ? path.join(process.env.BENCH_STDOUT_DIR, `${name}.${child.pid}.log`) : undefined;
   child.stdout.on('data', (d) => {
+    if (stdoutFile !== undefined) fs.appendFileSync(stdoutFile, d);
     partial += d.toString('utf8');
     let i;
     while ((i = partial.indexOf('\n')) >= 0) {
