@@ -8,6 +8,7 @@ import type { ProviderAdapter } from '../providers/types';
 import { AdmissionError, badRequestError, bindSlot, closeAfterResponse, createAdmission, hasUnreadBody, pipelineLimitError, type Admission, type BoundSlot } from './admission';
 import { resolveRoutes, type GatewayConfig, type ResolvedRoute } from './config';
 import { warnDoubledVersionPath } from './upstream-path-check';
+import { warnSmallBudgets } from './budget-floor-check';
 import { corsMiddleware } from './cors';
 import { applyKernelBounds } from './kernel-bounds';
 import { createLogger, type Logger } from './logger';
@@ -92,6 +93,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
   const routes = resolveRoutes(config, deps.upstreamUrl ?? config.upstream.url);
   applyKernelBounds(config, routes, logger);
   warnDoubledVersionPath(routes, logger);
+  warnSmallBudgets(routes, logger);
   const shutdown = new AbortController();
   // Every running stream listens for shutdown; the default limit of 10 would warn of a leak.
   setMaxListeners(0, shutdown.signal);
