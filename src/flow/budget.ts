@@ -37,7 +37,7 @@ export class ByteBudget {
     this.external = previous === undefined ? count : () => previous() + count();
   }
 
-  /** The most bytes ever held at once (as seen at acquire time), for metrics and tests. */
+  /** The most bytes ever held at once (as seen at acquire time, refused or not), for metrics and tests. */
   get peak(): number {
     return this.peakBytes;
   }
@@ -56,10 +56,17 @@ export class ByteBudget {
     return this.maxBytes - this.used - reserveBytes;
   }
 
-  /** Takes `bytes` from the budget; `false` (and nothing taken) when it would exceed `maxBytes`. */
+  /**
+   * Takes `bytes` from the budget; `false` (and nothing taken) when it would exceed `maxBytes`.
+   * A refusal still records what was held then as a peak candidate: a stream that overflowed
+   * reports how full its budget was, counting the external holders.
+   */
   tryAcquire(bytes: number): boolean {
     const used = this.used;
-    if (used + bytes > this.maxBytes) return false;
+    if (used + bytes > this.maxBytes) {
+      if (used > this.peakBytes) this.peakBytes = used;
+      return false;
+    }
     this.usedBytes += bytes;
     if (used + bytes > this.peakBytes) this.peakBytes = used + bytes;
     return true;
