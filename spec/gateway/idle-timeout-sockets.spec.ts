@@ -64,6 +64,7 @@ describe('lazy idle timeout on real sockets', () => {
         ...['bytes', 'events'].flatMap((relay) => [
           at(`/chatter-${relay}`, relay, '/chatter'),
           at(`/only-chatter-${relay}`, relay, '/only-chatter'),
+          at(`/flood-chatter-${relay}`, relay, '/flood-chatter'),
           at(`/slow-${relay}`, relay, '/slow'),
           at(`/late-${relay}`, relay, '/late'),
         ]),
@@ -74,10 +75,10 @@ describe('lazy idle timeout on real sockets', () => {
     up.scripts.set('/big', () => [...Array.from({ length: 64 }, () => BIG_CHUNK), 100]);
     // Comments, blank lines and unknown fields whose names start with `data` every 50 ms, until
     // the gateway (or the test) closes it: bytes, never an event.
-    const chatter = (res: http.ServerResponse, first: string): void => {
+    const chatter = (res: http.ServerResponse, first: string, everyMs = 50): void => {
       res.writeHead(200, SSE_HEAD);
       res.write(first);
-      const t = setInterval(() => res.write(': keep-alive\n\n\n\ndataless: tick\n\nid: 7\ndatabase\n\n'), 50);
+      const t = setInterval(() => res.write(': keep-alive\n\n\n\ndataless: tick\n\nid: 7\ndatabase\n\n'), everyMs);
       open.add(res);
       res.on('close', () => {
         clearInterval(t);
@@ -86,6 +87,8 @@ describe('lazy idle timeout on real sockets', () => {
     };
     up.scripts.set('/chatter', (_req, res) => chatter(res, 'data: 1\n\ndata: 2\n\ndata: 3\n\n'));
     up.scripts.set('/only-chatter', (_req, res) => chatter(res, ': hello\n\n'));
+    // An event, then comments every millisecond: on almost every turn of the gateway's loop.
+    up.scripts.set('/flood-chatter', (_req, res) => chatter(res, 'data: 1\n\n', 1));
     // An event every IDLE_MS / 2 with comments between them, 8 events in all: slow, but never idle.
     up.scripts.set('/slow', () => Array.from({ length: 8 }, (_, i) => [': thinking\n\n', IDLE_MS / 4, `data: ${i}\n\n`, IDLE_MS / 4]).flat());
     // Two events IDLE_MS / 4 apart, then the end.
@@ -125,7 +128,7 @@ describe('lazy idle timeout on real sockets', () => {
   });
 
   it.each(['bytes', 'events'])('%s relay: an upstream sending only comments and blank lines past idleMs ends with TimeoutError(idle)', async (relay) => {
-    for (const [path, events] of [[`/chatter-${relay}`, 'data: 3\n\n'], [`/only-chatter-${relay}`, undefined]] as const) {
+    for (const [path, events] of [[`/chatter-${relay}`, 'data: 3\n\n'], [`/only-chatter-${relay}`, undefined], [`/flood-chatter-${relay}`, 'data: 1\n\n']] as const) {
       const before = logs.streams().length;
       operatorTimers.clear();
       const started = Date.now();

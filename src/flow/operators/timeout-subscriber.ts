@@ -53,7 +53,10 @@ export abstract class TimeoutSubscriber<T> extends OperatorSubscriber<T, T> {
     if (this.done || this.cancelled || this.timeoutMs === Infinity) return;
     const now = this.scheduler.now();
     this.deadline = now + ms;
-    this.overdue = false;
+    // Only a deadline moved into the future ends the grace turn: re-arming one already due (a
+    // comment drained demand but moved no idle clock) must not grant another turn, or a source
+    // that sends on every turn would never be judged.
+    if (ms > 0) this.overdue = false;
     if (this.timer === undefined) this.schedule(ms);
   }
 
