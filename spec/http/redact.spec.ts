@@ -25,6 +25,23 @@ describe('Scrubber', () => {
     expect(s.json('cut short: \\u0073k-secret-value and \\')).toBe('cut short: [redacted] and \\');
   });
 
+  it('finds a secret with a quote, a backslash, a control character or an emoji in every JSON spelling', () => {
+    const secrets = ['p4ss"w0rdQ', 'sk-abc\\def12345', 'line\nbreak99', 'pw\u{1F600}secret'];
+    const s = new Scrubber(secrets);
+    for (const secret of secrets) {
+      const plain = JSON.stringify({ message: `bad ${secret} here` });
+      const spellings = [
+        plain,
+        plain.replace(/\\"/g, '\\u0022').replace(/\\\\/g, '\\u005C').replace(/\\n/g, '\\u000A'),
+        JSON.stringify({ message: `bad ${secret} here` }).replace(/\u{1F600}/u, '\\ud83d\\ude00'),
+      ];
+      for (const body of spellings) expect(JSON.parse(s.json(body))).toEqual({ message: 'bad [redacted] here' });
+    }
+    // The spelling JSON.stringify gives is found by the plain scans too (stream events, frames).
+    expect(s.string(JSON.stringify('x p4ss"w0rdQ'))).toBe('"x [redacted]"');
+    expect(s.buffer(Buffer.from(JSON.stringify('sk-abc\\def12345'))).toString()).toBe('"[redacted]"');
+  });
+
   it('is inactive without secrets', () => {
     expect(new Scrubber([]).active).toBe(false);
   });

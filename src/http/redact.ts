@@ -23,7 +23,13 @@ const CREDENTIAL_HEADERS = new Set(['authorization', 'proxy-authorization', 'x-a
  * method returns its input at the cost of one length check.
  */
 export class Scrubber {
-  /** Longest first, so a secret that contains another is replaced whole (`127.0.0.1:8080` before `127.0.0.1`). */
+  /** The secrets as given (of at least the minimum length). */
+  private readonly secrets: readonly string[];
+  /**
+   * Each secret and its spelling inside a JSON string (`JSON.stringify`'s: a quote, a backslash,
+   * a control character or a lone surrogate is escaped there), longest first, so a secret that
+   * contains another is replaced whole (`127.0.0.1:8080` before `127.0.0.1`).
+   */
   private readonly strings: readonly string[];
   /**
    * What {@link buffer} scans for: the secrets none of which contains another (`Bearer sk-…`
@@ -34,7 +40,10 @@ export class Scrubber {
   constructor(secrets: Iterable<string | undefined>, minLength = MIN_SECRET_LENGTH) {
     const unique = new Set<string>();
     for (const s of secrets) if (s !== undefined && s.length >= minLength) unique.add(s);
-    this.strings = [...unique].sort((a, b) => b.length - a.length);
+    this.secrets = [...unique];
+    const spellings = new Set(unique);
+    for (const secret of unique) spellings.add(JSON.stringify(secret).slice(1, -1));
+    this.strings = [...spellings].sort((a, b) => b.length - a.length);
     this.buffers = this.strings.filter((s) => !this.strings.some((other) => other !== s && s.includes(other))).map((s) => Buffer.from(s));
   }
 
@@ -51,16 +60,16 @@ export class Scrubber {
 
   /**
    * `json` (a JSON text, whole or cut short) with every secret replaced, also where JSON escapes
-   * spell it (`\u0073k-…`, `http:\/\/host`, as PHP's and Go's encoders write): when a secret shows
-   * only once `\/` and `\uXXXX` are read, the text comes back with them read (the same JSON value:
-   * a quote, a backslash, a control character or a surrogate stays escaped) and the secret
-   * replaced; otherwise as {@link string} returns it, byte for byte.
+   * spell it (`\u0073k-…`, `http:\/\/host`, `\u0022` for a quote, `\ud83d\ude00` for an emoji, as
+   * PHP's, Go's and hand-rolled encoders write): when a secret shows only once the escapes are
+   * written as `JSON.stringify` would (the same JSON value), the text comes back so written, with
+   * the secret replaced; otherwise as {@link string} returns it, byte for byte.
    */
   json(json: string): string {
     if (!this.active || !json.includes('\\')) return this.string(json);
-    const read = json.replace(JSON_PLAIN_ESCAPE, readPlainEscape);
-    const scrubbed = read === json ? read : this.string(read);
-    return scrubbed === read ? this.string(json) : scrubbed;
+    const canonical = json.replace(JSON_ESCAPE, canonicalEscape);
+    const scrubbed = canonical === json ? canonical : this.string(canonical);
+    return scrubbed === canonical ? this.string(json) : scrubbed;
   }
 
   /** `bytes` itself when it holds no secret (one `Buffer#indexOf` per secret), else a copy with each replaced. */
@@ -75,18 +84,31 @@ export class Scrubber {
   with(more: Scrubber): Scrubber {
     if (!more.active) return this;
     if (!this.active) return more;
-    return new Scrubber([...this.strings, ...more.strings], 1);
+    return new Scrubber([...this.secrets, ...more.secrets], 1);
   }
 }
 
-/** A JSON escape that may spell a plain character (`\\` is matched so that its second backslash starts nothing). */
-const JSON_PLAIN_ESCAPE = /\\(?:\\|\/|u([0-9a-fA-F]{4}))/g;
+/** A JSON escape: `\uXXXX` (with the low half of a surrogate pair after it, when there is one) or `\` and one character. */
+const JSON_ESCAPE = /\\(?:u([0-9a-fA-F]{4})(?:\\u([dD][c-fC-F][0-9a-fA-F]{2}))?|([^u]))/g;
 
-/** The character `\/` or `\uXXXX` stands for, unless JSON needs it escaped (`"`, `\`, below U+0020, a surrogate half). */
-function readPlainEscape(escape: string, hex: string | undefined): string {
-  if (hex === undefined) return escape === '\\/' ? '/' : escape;
+/** `JSON.stringify`'s short escapes of control characters. */
+const SHORT_ESCAPES: Readonly<Record<number, string>> = { 0x08: '\\b', 0x09: '\\t', 0x0a: '\\n', 0x0c: '\\f', 0x0d: '\\r', 0x22: '\\"', 0x5c: '\\\\' };
+
+/** One UTF-16 code unit as `JSON.stringify` writes it inside a string. */
+function canonicalUnit(code: number): string {
+  const short = SHORT_ESCAPES[code];
+  if (short !== undefined) return short;
+  if (code < 0x20 || (code >= 0xd800 && code <= 0xdfff)) return `\\u${code.toString(16).padStart(4, '0')}`;
+  return String.fromCharCode(code);
+}
+
+/** A {@link JSON_ESCAPE} as `JSON.stringify` writes the same character(s): `\/` as `/`, `\u0041` as `A`, `\u0022` as `\"`, a surrogate pair as its character. */
+function canonicalEscape(escape: string, hex: string | undefined, lowHex: string | undefined, char: string | undefined): string {
+  if (hex === undefined) return char === '/' ? '/' : escape;
   const code = Number.parseInt(hex, 16);
-  return code < 0x20 || code === 0x22 || code === 0x5c || (code >= 0xd800 && code <= 0xdfff) ? escape : String.fromCharCode(code);
+  if (lowHex === undefined) return canonicalUnit(code);
+  const low = Number.parseInt(lowHex, 16);
+  return code >= 0xd800 && code <= 0xdbff ? String.fromCharCode(code, low) : canonicalUnit(code) + canonicalUnit(low);
 }
 
 /**
