@@ -126,6 +126,15 @@ function echoing(req: http.IncomingMessage, res: http.ServerResponse): void {
       const host = String(req.headers.host);
       res.end(JSON.stringify(protocol.httpError(`Incorrect API key provided: ${key} (${auth}) for http://${host}/v1`)).replace(/sk-/g, '\\u0073k-').split(host).join(host.replace(':', '\\u003a')).replace(/\//g, '\\/'));
       return;
+    case 'status-500-latin1':
+      // An error page in a single-byte charset: relayed byte for byte, the key still found.
+      res.writeHead(500, { 'content-type': 'text/html; charset=ISO-8859-1' });
+      res.end(Buffer.from(`<html>caf\u00e9: ${key}</html>`, 'latin1'));
+      return;
+    case 'status-401-utf16':
+      res.writeHead(401, { 'content-type': 'application/json; charset=utf-16le' });
+      res.end(Buffer.from(JSON.stringify(protocol.httpError(`bad key ${key}`)), 'utf16le'));
+      return;
     case 'stream-error':
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.write(protocol.content('hello'));
@@ -229,6 +238,31 @@ describe('upstream details never reach a client', () => {
     const { status, text } = await call(`${prefix}${protocol.path}`, 'status-401-escaped', prefix !== '/nonstream');
     expect(status).toBe(401);
     expect(protocol.httpErrorMessage(JSON.parse(text))).toBe('Incorrect API key provided: [redacted] ([redacted]) for [redacted]/v1');
+  });
+
+  it.each(cases((_, p) => p.variants))('%s: an error body in ISO-8859-1 is relayed byte for byte, the key redacted (%s)', async (name, prefix) => {
+    const protocol = PROTOCOLS[name] as Protocol;
+    const res = await fetch(`${gateway.url}${prefix}${protocol.path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-mode': 'status-500-latin1' },
+      body: JSON.stringify({ model: 'm', stream: prefix !== '/nonstream', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }], input: 'hi' }),
+      signal: AbortSignal.timeout(10_000),
+    });
+    expect(res.status).toBe(500);
+    expect(Buffer.from(await res.arrayBuffer()).equals(Buffer.from('<html>caf\u00e9: [redacted]</html>', 'latin1'))).toBe(true);
+  });
+
+  it.each(cases((_, p) => p.variants))('%s: an error body in UTF-16LE is scanned for the key too (%s)', async (name, prefix) => {
+    const protocol = PROTOCOLS[name] as Protocol;
+    const res = await fetch(`${gateway.url}${prefix}${protocol.path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-mode': 'status-401-utf16' },
+      body: JSON.stringify({ model: 'm', stream: prefix !== '/nonstream', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }], input: 'hi' }),
+      signal: AbortSignal.timeout(10_000),
+    });
+    expect(res.status).toBe(401);
+    const text = Buffer.from(await res.arrayBuffer()).toString('utf16le');
+    expect(protocol.httpErrorMessage(JSON.parse(text))).toBe('bad key [redacted]');
   });
 
   it.each(cases((_, p) => p.variants.filter((v) => v !== '/nonstream')))('%s: a mid-stream error frame echoing the key is relayed redacted (%s)', async (name, prefix) => {

@@ -16,6 +16,7 @@ import { bypassBodyCallbacks } from './body-bypass';
 import { bodyIsResponse, callAgent, CallSignal, dropReceivedHeaders, dropSentHeaders, expectRedirect, readCallOf, releaseFetchListeners, setReadCall, withClientRequest, type SizedReadCall } from './node-hooks';
 import { markListeners, type ListenerMark } from './listener-mark';
 import type { AbortSignalLike } from './abort-signal-like';
+import { bodyEncoding } from './media-type';
 
 /** Default time to first byte of the upstream body, ms: models think before they speak. */
 export const DEFAULT_FIRST_BYTE_TIMEOUT_MS = 60_000;
@@ -312,7 +313,7 @@ export class UpstreamCall implements SizedReadCall {
   }
 
   /**
-   * The first `maxBytes` of the body as UTF-8 text (the rest is not read: the call is released
+   * The first `maxBytes` of the body as text, in its charset's {@link bodyEncoding} (the rest is not read: the call is released
    * and its request aborted), '' when the body breaks. For error answers a client reports but
    * never trusts to be small.
    */
@@ -320,7 +321,7 @@ export class UpstreamCall implements SizedReadCall {
     const source = response.body as unknown as Readable;
     this.body = source;
     try {
-      return (await readBounded(source, { maxBytes, truncate: true, tooLarge: () => undefined })).toString('utf8');
+      return (await readBounded(source, { maxBytes, truncate: true, tooLarge: () => undefined })).toString(bodyEncoding(response.headers.get('content-type')));
     } catch {
       return ''; // a broken error body: the status says enough
     } finally {
@@ -370,7 +371,7 @@ export class UpstreamCall implements SizedReadCall {
     this.firstByte();
     let text = '';
     try {
-      text = (await this.readBody(response, maxBytes, 'partial')).toString('utf8');
+      text = (await this.readBody(response, maxBytes, 'partial')).toString(bodyEncoding(response.headers.get('content-type')));
     } catch {
       // a broken error body: the status says enough
     }

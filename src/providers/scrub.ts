@@ -65,7 +65,7 @@ export function scrubbingAdapter(adapter: ProviderAdapter, scrubber: Scrubber): 
 export function scrubError(error: unknown, scrubber: Scrubber): unknown {
   if (!(error instanceof Error)) return typeof error === 'string' ? scrubber.string(error) : error;
   const message = scrubber.string(error.message);
-  const body = error instanceof UpstreamHttpError ? scrubber.string(error.body) : undefined;
+  const body = error instanceof UpstreamHttpError ? scrubber.json(error.body) : undefined;
   if (message === error.message && (body === undefined || body === (error as UpstreamHttpError).body)) return error;
   const copy = Object.create(Object.getPrototypeOf(error) as object, Object.getOwnPropertyDescriptors(error)) as Error;
   Object.defineProperty(copy, 'message', { value: message, writable: true, configurable: true, enumerable: false });

@@ -4,6 +4,7 @@ import { sendFlow, type BridgeElement, type StreamHandle, type StreamResult } fr
 import type { ByteBudget } from '../../flow/budget';
 import type { Flow } from '../../flow/flow';
 import { UpstreamHttpError } from '../../http/errors';
+import { bodyEncoding } from '../../http/media-type';
 import { codeOf } from '../../express/error-shapes';
 import { kernelQueueBytes } from '../../http/socket-options';
 import type { KernelBytes, LiveStream, StreamSnapshot } from '../metrics';
@@ -142,8 +143,10 @@ export async function failBeforeHeaders(stream: StreamContext, err: unknown): Pr
       res.setHeader('Content-Type', err.contentType ?? 'application/json; charset=utf-8');
       if (err.retryAfterMs !== undefined) res.setHeader('Retry-After', String(Math.ceil(err.retryAfterMs / 1000)));
       const body = stream.redaction === undefined ? '' : stream.redaction.errors.json(err.body);
-      res.setHeader('Content-Length', Buffer.byteLength(body));
-      res.end(body);
+      // Written in the encoding it was read in: a latin-1 page goes back byte for byte.
+      const encoding = bodyEncoding(err.contentType);
+      res.setHeader('Content-Length', Buffer.byteLength(body, encoding));
+      res.end(body, encoding);
     } else stream.adapter.sendHttpError(res, err);
   } else if (!clientGone && stream.early?.committed === true) stream.early.fail(err, (e) => stream.adapter.formatError(e));
   // An upstream error body may be up to 64 KiB: held, and cut, as a whole answer is.
