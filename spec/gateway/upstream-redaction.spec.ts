@@ -205,13 +205,18 @@ describe('upstream details never reach a client', () => {
     await upstream.close();
   });
 
-  async function call(path: string, mode: string, stream = true): Promise<{ status: number; text: string }> {
-    const res = await fetch(`${gateway.url}${path}`, {
+  /** The gateway's answer to a request asking the upstream for `mode`, unread. */
+  function send(path: string, mode: string, stream = true): Promise<Response> {
+    return fetch(`${gateway.url}${path}`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-mode': mode },
       body: JSON.stringify({ model: 'm', stream, max_tokens: 16, messages: [{ role: 'user', content: 'hi' }], input: 'hi' }),
       signal: AbortSignal.timeout(10_000),
     });
+  }
+
+  async function call(path: string, mode: string, stream = true): Promise<{ status: number; text: string }> {
+    const res = await send(path, mode, stream);
     const text = await res.text();
     for (const canary of canaries) expect(text).not.toContain(canary);
     return { status: res.status, text };
@@ -242,24 +247,14 @@ describe('upstream details never reach a client', () => {
 
   it.each(cases((_, p) => p.variants))('%s: an error body in ISO-8859-1 is relayed byte for byte, the key redacted (%s)', async (name, prefix) => {
     const protocol = PROTOCOLS[name] as Protocol;
-    const res = await fetch(`${gateway.url}${prefix}${protocol.path}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-mode': 'status-500-latin1' },
-      body: JSON.stringify({ model: 'm', stream: prefix !== '/nonstream', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }], input: 'hi' }),
-      signal: AbortSignal.timeout(10_000),
-    });
+    const res = await send(`${prefix}${protocol.path}`, 'status-500-latin1', prefix !== '/nonstream');
     expect(res.status).toBe(500);
     expect(Buffer.from(await res.arrayBuffer()).equals(Buffer.from('<html>caf\u00e9: [redacted]</html>', 'latin1'))).toBe(true);
   });
 
   it.each(cases((_, p) => p.variants))('%s: an error body in UTF-16LE is scanned for the key too (%s)', async (name, prefix) => {
     const protocol = PROTOCOLS[name] as Protocol;
-    const res = await fetch(`${gateway.url}${prefix}${protocol.path}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-mode': 'status-401-utf16' },
-      body: JSON.stringify({ model: 'm', stream: prefix !== '/nonstream', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }], input: 'hi' }),
-      signal: AbortSignal.timeout(10_000),
-    });
+    const res = await send(`${prefix}${protocol.path}`, 'status-401-utf16', prefix !== '/nonstream');
     expect(res.status).toBe(401);
     const text = Buffer.from(await res.arrayBuffer()).toString('utf16le');
     expect(protocol.httpErrorMessage(JSON.parse(text))).toBe('bad key [redacted]');
