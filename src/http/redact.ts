@@ -18,9 +18,10 @@ const CREDENTIAL_HEADERS = new Set(['authorization', 'proxy-authorization', 'x-a
 
 /**
  * Replaces each of a fixed set of secrets (exact, case-sensitive substrings) by
- * {@link REDACTED}. A secret spelt otherwise (JSON `\u` escapes, split across two events) is not
- * found, except by {@link Scrubber.json}, which reads JSON's escapes. Without secrets every
- * method returns its input at the cost of one length check.
+ * {@link REDACTED}, as given and as `JSON.stringify` spells it inside a string. A secret spelt
+ * otherwise (other JSON escapes, split across two events) is not found, except by
+ * {@link Scrubber.json}, which reads every JSON escape. Without secrets every method returns its
+ * input at the cost of one length check.
  */
 export class Scrubber {
   /** The secrets as given (of at least the minimum length). */
@@ -91,7 +92,7 @@ export class Scrubber {
 /** A JSON escape: `\uXXXX` (with the low half of a surrogate pair after it, when there is one) or `\` and one character. */
 const JSON_ESCAPE = /\\(?:u([0-9a-fA-F]{4})(?:\\u([dD][c-fC-F][0-9a-fA-F]{2}))?|([^u]))/g;
 
-/** `JSON.stringify`'s short escapes of control characters. */
+/** `JSON.stringify`'s short escapes: control characters, the quote, the backslash. */
 const SHORT_ESCAPES: Readonly<Record<number, string>> = { 0x08: '\\b', 0x09: '\\t', 0x0a: '\\n', 0x0c: '\\f', 0x0d: '\\r', 0x22: '\\"', 0x5c: '\\\\' };
 
 /** One UTF-16 code unit as `JSON.stringify` writes it inside a string. */
