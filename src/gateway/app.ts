@@ -3,7 +3,6 @@ import { playgroundRouter } from '../playground';
 import { arrivedOnLoopback, playgroundEnabled } from '../playground/exposure';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import { ShutdownError } from '../errors';
-import { codeOf } from '../express/error-shapes';
 import type { ProviderAdapter } from '../providers/types';
 import { AdmissionError, badRequestError, bindSlot, closeAfterResponse, createAdmission, hasUnreadBody, pipelineLimitError, type Admission, type BoundSlot } from './admission';
 import { resolveRoutes, type GatewayConfig, type ResolvedRoute } from './config';
@@ -378,7 +377,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
             try {
               streamed = retrieveQuery(req).stream;
             } catch (err) {
-              if (!recordResumeRefusal(resumeDeps, req, res, err)) resumeDeps.logger.info('resume', { route: route.path, outcome: 'refused', errorCode: codeOf(err) });
+              recordResumeRefusal(resumeDeps, req, res, err, { route: route.path });
               adapter.sendHttpError(res, err);
               return;
             }

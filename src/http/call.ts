@@ -313,15 +313,15 @@ export class UpstreamCall implements SizedReadCall {
   }
 
   /**
-   * The first `maxBytes` of the body as text, in its charset's {@link bodyEncoding} (the rest is not read: the call is released
-   * and its request aborted), '' when the body breaks. For error answers a client reports but
-   * never trusts to be small.
+   * The first `maxBytes` of the body as text ({@link bodyText}; the rest is not read: the call is
+   * released and its request aborted), '' when the body breaks. For error answers a client
+   * reports but never trusts to be small.
    */
   async headText(response: Response, maxBytes: number): Promise<string> {
     const source = response.body as unknown as Readable;
     this.body = source;
     try {
-      return (await readBounded(source, { maxBytes, truncate: true, tooLarge: () => undefined })).toString(bodyEncoding(response.headers.get('content-type')));
+      return bodyText(await readBounded(source, { maxBytes, truncate: true, tooLarge: () => undefined }), response);
     } catch {
       return ''; // a broken error body: the status says enough
     } finally {
@@ -371,7 +371,7 @@ export class UpstreamCall implements SizedReadCall {
     this.firstByte();
     let text = '';
     try {
-      text = (await this.readBody(response, maxBytes, 'partial')).toString(bodyEncoding(response.headers.get('content-type')));
+      text = bodyText(await this.readBody(response, maxBytes, 'partial'), response);
     } catch {
       // a broken error body: the status says enough
     }
@@ -503,4 +503,9 @@ export const followsRedirects = (follow: FollowRedirects | undefined): boolean =
  */
 export function unfollowedRedirect(status: number, route: string | undefined, follow: FollowRedirects | undefined): UpstreamRedirectError {
   return new UpstreamRedirectError(status, route, isRedirect(status) && !followsRedirects(follow) ? 'not-followed' : 'unfollowable');
+}
+
+/** An upstream body's bytes as text in its charset's {@link bodyEncoding}, so that writing the text back in it gives the same bytes. */
+function bodyText(bytes: Buffer, response: Response): string {
+  return bytes.toString(bodyEncoding(response.headers.get('content-type')));
 }

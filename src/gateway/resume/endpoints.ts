@@ -33,14 +33,20 @@ export interface ResumeEndpointDeps {
 }
 
 /**
- * Counts and logs `error` as a refusal (`refused` line, within the refusal log's rate limit) when
- * it refuses the resume (see {@link resumeRefusalReason}); returns whether it did.
+ * Logs a resume that failed with `error`: counted and logged as any refusal (a `refused` line,
+ * within the refusal log's rate limit) when it refuses the resume (see {@link resumeRefusalReason}),
+ * else (a store failure) one `resume` line with `outcome: "refused"` and `fields`.
  */
-export function recordResumeRefusal(deps: Pick<ResumeEndpointDeps, 'refused'>, req: Request, res: Response, error: unknown): boolean {
+export function recordResumeRefusal(
+  deps: Pick<ResumeEndpointDeps, 'refused' | 'logger'>,
+  req: Request,
+  res: Response,
+  error: unknown,
+  fields: { streamId?: string | undefined; route?: string | undefined },
+): void {
   const reason = resumeRefusalReason(error);
-  if (reason === undefined) return false;
-  deps.refused(req, res.headersSent ? 499 : (error as { status: number }).status, { code: codeOf(error), reason });
-  return true;
+  if (reason !== undefined) deps.refused(req, res.headersSent ? 499 : (error as { status: number }).status, { code: codeOf(error), reason });
+  else deps.logger.info('resume', { ...fields, outcome: 'refused', errorCode: codeOf(error) });
 }
 
 /**
@@ -97,7 +103,7 @@ export async function serveResume(req: Request, res: Response, streamId: string,
     logger.info('resume', { streamId, route: routePath, afterSeq, outcome: result.outcome, events: result.events, bytes: result.bytes, errorCode: result.error === undefined ? undefined : codeOf(result.error) });
   } catch (err) {
     if (err instanceof ResumeGapError) service.metrics.gapRefusals.inc({ route: routePath });
-    if (!recordResumeRefusal(deps, req, res, err)) logger.info('resume', { streamId: isStreamId(streamId) ? streamId : undefined, route: routePath || undefined, outcome: 'refused', errorCode: codeOf(err) });
+    recordResumeRefusal(deps, req, res, err, { streamId: isStreamId(streamId) ? streamId : undefined, route: routePath || undefined });
     if (!res.headersSent) errorShape.sendHttpError(res, err);
     else res.destroy();
   }

@@ -39,7 +39,7 @@ export async function serveResponsesRetrieve(req: Request, res: Response, routeP
   try {
     query = retrieveQuery(req);
   } catch (err) {
-    recordResumeRefusal(deps, req, res, err);
+    recordResumeRefusal(deps, req, res, err, { route: routePath });
     deps.adapterOf(routePath).sendHttpError(res, err);
     return;
   }
@@ -52,7 +52,7 @@ export async function serveResponsesRetrieve(req: Request, res: Response, routeP
     if (!credentialMatches(stored.meta.credentialHash, credentialHash(req.headers))) throw new ResumeForbiddenError();
     res.json(await finalResponse(stored));
   } catch (err) {
-    recordResumeRefusal(deps, req, res, err);
+    recordResumeRefusal(deps, req, res, err, { route: routePath });
     if (!res.headersSent) deps.adapterOf(routePath).sendHttpError(res, err);
     else res.destroy();
   }
