@@ -52,7 +52,9 @@ function program(block: Block): { js: string; routes: string[] } {
   const routes = [...block.code.matchAll(/\bapp\.get\(\s*'([^']+)'/g)].map((m) => m[1] as string);
   const code = block.code
     .replace(/^app\.listen\([^)]*\);?\s*$/m, '')
-    .replace(/'http:\/\/127\.0\.0\.1:9000/g, "process.env.DOCS_UPSTREAM + '");
+    .replace(/'http:\/\/127\.0\.0\.1:9000/g, "process.env.DOCS_UPSTREAM + '")
+    // An example that relays its own routes names the port it listens on, 3000.
+    .replace(/'http:\/\/127\.0\.0\.1:3000/g, "'http://127.0.0.1:' + globalThis.__port + '");
   let js = ts.transpileModule(code, {
     compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022, esModuleInterop: true },
   }).outputText;
@@ -75,7 +77,7 @@ function program(block: Block): { js: string; routes: string[] } {
   }
   harness.push(
     `__app.get('/__ping', (_req, res) => res.end('pong'));`,
-    `const __server = __app.listen(0, '127.0.0.1', () => process.send({ port: __server.address().port }));`,
+    `const __server = __app.listen(0, '127.0.0.1', () => process.send({ port: (globalThis.__port = __server.address().port) }));`,
   );
   return { js: `${js}\n;{\n${harness.join('\n')}\n}\n`, routes };
 }
