@@ -22,7 +22,7 @@ describe('warnSmallBudgets', () => {
   it('warns once, naming each pause route whose budget is under its floor', () => {
     const lines = warnings({ routes: [route('/a', { maxBufferedBytes: 8192 }), route('/b', { maxBufferedBytes: 12288, prefetch: 4 }), route('/c')] });
     expect(lines).toHaveLength(1);
-    expect(lines[0]?.message).toMatch(/^routes \/a, \/b have a stream budget under the socket's 16 KiB plus prefetch events of 1 KiB \(\/a: 8192 B, floor 32768 B\)/);
+    expect(lines[0]?.message).toMatch(/^routes \/a, \/b have a stream budget under the socket's 16 KiB plus prefetch events of 1 KiB \(\/a: 8192 B, floor 32768 B\).*config file.s stream\.maxBufferedBytes and stream\.prefetch, a route.s policy\.\*, or --max-buffered-bytes\)$/);
     expect((lines[0]?.meta as { routes: unknown[] }).routes).toEqual([
       { route: '/a', maxBufferedBytes: 8192, floor: 32768 },
       { route: '/b', maxBufferedBytes: 12288, floor: 20480 },

@@ -34,7 +34,8 @@ export function warnSmallBudgets(routes: readonly Pick<ResolvedRoute, 'path' | '
   logger.warn(
     `${small.length === 1 ? 'route' : 'routes'} ${small.map((s) => s.route).join(', ')} ${small.length === 1 ? 'has' : 'have'} a stream budget under the socket's 16 KiB ` +
       `plus prefetch events of 1 KiB (${first.route}: ${first.maxBufferedBytes} B, floor ${first.floor} B): its streams may end with ERR_TIDEGATE_OVERFLOW ` +
-      `while their clients read; raise maxBufferedBytes or lower prefetch`,
+      `while their clients read; raise maxBufferedBytes or lower prefetch ` +
+      `(the config file's stream.maxBufferedBytes and stream.prefetch, a route's policy.*, or --max-buffered-bytes)`,
     { routes: small },
   );
 }

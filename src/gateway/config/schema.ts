@@ -101,6 +101,4 @@ export const configSchema = z
   .strict();
 
 /** A validated gateway configuration, as written (route values not yet merged with the defaults). */
-
-/** A validated gateway configuration, as written (route values not yet merged with the defaults). */
 export type GatewayConfig = z.infer<typeof configSchema>;
