@@ -135,6 +135,19 @@ function echoing(req: http.IncomingMessage, res: http.ServerResponse): void {
       res.writeHead(401, { 'content-type': 'application/json; charset=utf-16le' });
       res.end(Buffer.from(JSON.stringify(protocol.httpError(`bad key ${key}`)), 'utf16le'));
       return;
+    case 'status-401-utf16be':
+      res.writeHead(401, { 'content-type': 'application/json; charset=UTF-16BE' });
+      res.end(Buffer.from(JSON.stringify(protocol.httpError(`bad key ${key}`)), 'utf16le').swap16());
+      return;
+    case 'status-500-sjis':
+      // 'エラー: ' in Shift_JIS, which Node cannot write: read, redacted, and relayed as UTF-8.
+      res.writeHead(500, { 'content-type': 'text/plain; charset=Shift_JIS' });
+      res.end(Buffer.concat([Buffer.from([0x83, 0x47, 0x83, 0x89, 0x81, 0x5b]), Buffer.from(`: ${key}`)]));
+      return;
+    case 'non-stream-utf16':
+      res.writeHead(200, { 'content-type': 'application/json; charset=utf-16le' });
+      res.end(Buffer.from(JSON.stringify(protocol.nonStream(`you sent ${key}`)), 'utf16le'));
+      return;
     case 'stream-error':
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.write(protocol.content('hello'));
@@ -258,6 +271,31 @@ describe('upstream details never reach a client', () => {
     expect(res.status).toBe(401);
     const text = Buffer.from(await res.arrayBuffer()).toString('utf16le');
     expect(protocol.httpErrorMessage(JSON.parse(text))).toBe('bad key [redacted]');
+  });
+
+  it.each(cases((_, p) => p.variants))('%s: an error body in UTF-16BE is scanned for the key and relayed in UTF-16BE (%s)', async (name, prefix) => {
+    const protocol = PROTOCOLS[name] as Protocol;
+    const res = await send(`${prefix}${protocol.path}`, 'status-401-utf16be', prefix !== '/nonstream');
+    expect(res.status).toBe(401);
+    expect(res.headers.get('content-type')).toBe('application/json; charset=UTF-16BE');
+    const text = Buffer.from(await res.arrayBuffer()).swap16().toString('utf16le');
+    expect(protocol.httpErrorMessage(JSON.parse(text))).toBe('bad key [redacted]');
+  });
+
+  it.each(cases((_, p) => p.variants))('%s: an error body in Shift_JIS is scanned for the key and relayed as UTF-8, labelled so (%s)', async (name, prefix) => {
+    const protocol = PROTOCOLS[name] as Protocol;
+    const res = await send(`${prefix}${protocol.path}`, 'status-500-sjis', prefix !== '/nonstream');
+    expect(res.status).toBe(500);
+    expect(res.headers.get('content-type')).toBe('text/plain; charset=utf-8');
+    expect(await res.text()).toBe('エラー: [redacted]');
+  });
+
+  it.each(cases((_, p) => (p.variants.includes('/nonstream') ? [p.path] : [])))('%s: a non-stream answer in UTF-16LE echoing the key is redacted', async (name) => {
+    const protocol = PROTOCOLS[name] as Protocol;
+    const res = await send(`/nonstream${protocol.path}`, 'non-stream-utf16', false);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('application/json; charset=utf-16le');
+    expect(protocol.nonStreamText(JSON.parse(Buffer.from(await res.arrayBuffer()).toString('utf16le')))).toBe('you sent [redacted]');
   });
 
   it.each(cases((_, p) => p.variants.filter((v) => v !== '/nonstream')))('%s: a mid-stream error frame echoing the key is relayed redacted (%s)', async (name, prefix) => {

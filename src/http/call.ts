@@ -16,7 +16,7 @@ import { bypassBodyCallbacks } from './body-bypass';
 import { bodyIsResponse, callAgent, CallSignal, dropReceivedHeaders, dropSentHeaders, expectRedirect, readCallOf, releaseFetchListeners, setReadCall, withClientRequest, type SizedReadCall } from './node-hooks';
 import { markListeners, type ListenerMark } from './listener-mark';
 import type { AbortSignalLike } from './abort-signal-like';
-import { bodyEncoding } from './media-type';
+import { decodeBody } from './body-charset';
 
 /** Default time to first byte of the upstream body, ms: models think before they speak. */
 export const DEFAULT_FIRST_BYTE_TIMEOUT_MS = 60_000;
@@ -505,7 +505,7 @@ export function unfollowedRedirect(status: number, route: string | undefined, fo
   return new UpstreamRedirectError(status, route, isRedirect(status) && !followsRedirects(follow) ? 'not-followed' : 'unfollowable');
 }
 
-/** An upstream body's bytes as text in its charset's {@link bodyEncoding}, so that writing the text back in it gives the same bytes. */
+/** An upstream body's bytes as text in its charset ({@link decodeBody}). */
 function bodyText(bytes: Buffer, response: Response): string {
-  return bytes.toString(bodyEncoding(response.headers.get('content-type')));
+  return decodeBody(bytes, response.headers.get('content-type'));
 }

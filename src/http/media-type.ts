@@ -19,25 +19,3 @@ export function isMediaType(contentType: string | null | undefined, essence: str
 
 /** Optional whitespace (SP, HTAB) at either end, RFC 9110 §5.6.3. */
 const OWS_AROUND = /^[ \t]+|[ \t]+$/g;
-
-/** Single-byte charsets, whose bytes `latin1` carries through a string unchanged. */
-const SINGLE_BYTE_CHARSET = /^(?:iso-?8859-\d+|latin-?\d|l\d|windows-125\d|cp125\d|us-ascii|ascii|koi8-[ru])$/;
-
-/**
- * The Node encoding that reads an upstream body of `contentType` as text and writes it back byte
- * for byte: `latin1` for a single-byte charset (ISO-8859-*, Windows-125*, KOI8), `utf16le` for
- * UTF-16LE (and `utf-16`, read as little-endian), `utf8` otherwise (no charset, UTF-8, or one Node
- * cannot carry). Scanning an error body for secrets works on this text, so a body in a
- * single-byte charset is relayed unchanged and a UTF-16LE one is scanned, not skipped.
- *
- * @param contentType the header's value as received, `null` or `undefined` when absent
- * @example
- * bodyEncoding('text/html; charset=ISO-8859-1'); // 'latin1'
- * bodyEncoding('application/json'); // 'utf8'
- */
-export function bodyEncoding(contentType: string | null | undefined): 'utf8' | 'latin1' | 'utf16le' {
-  const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(contentType ?? '')?.[1]?.toLowerCase();
-  if (charset === undefined) return 'utf8';
-  if (SINGLE_BYTE_CHARSET.test(charset)) return 'latin1';
-  return charset === 'utf-16le' || charset === 'utf-16' ? 'utf16le' : 'utf8';
-}

@@ -2,7 +2,8 @@ import type { Response } from 'node-fetch';
 import type { Flow } from '../flow/flow';
 import { is3xx, unfollowedRedirect, UpstreamCall, type CallRequest, type UpstreamRequest } from './call';
 import { DEFAULT_MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES, UpstreamHttpError, UpstreamNotStreamError, UpstreamRedirectError } from './errors';
-import { bodyEncoding, isMediaType } from './media-type';
+import { decodeBody } from './body-charset';
+import { isMediaType } from './media-type';
 import { retryAfterMs } from './retry';
 
 export { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_FIRST_BYTE_TIMEOUT_MS } from './call';
@@ -110,7 +111,7 @@ export async function fetchUpstream(request: UpstreamRequest): Promise<UpstreamB
     const maxBytes = request.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
     const body = response.ok ? await call.readBody(response, maxBytes) : await call.readBody(response, Math.min(maxBytes, MAX_ERROR_BODY_BYTES), 'partial');
     if (!response.ok) {
-      throw new UpstreamHttpError(response.status, body.toString(bodyEncoding(contentType)), contentType, retryAfterMs(response.headers.get('retry-after')));
+      throw new UpstreamHttpError(response.status, decodeBody(body, contentType), contentType, retryAfterMs(response.headers.get('retry-after')));
     }
     call.release(false);
     return { status: response.status, contentType, body };

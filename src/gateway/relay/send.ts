@@ -4,7 +4,7 @@ import { sendFlow, type BridgeElement, type StreamHandle, type StreamResult } fr
 import type { ByteBudget } from '../../flow/budget';
 import type { Flow } from '../../flow/flow';
 import { UpstreamHttpError } from '../../http/errors';
-import { bodyEncoding } from '../../http/media-type';
+import { encodeBody } from '../../http/body-charset';
 import { codeOf } from '../../express/error-shapes';
 import { kernelQueueBytes } from '../../http/socket-options';
 import type { KernelBytes, LiveStream, StreamSnapshot } from '../metrics';
@@ -140,13 +140,13 @@ export async function failBeforeHeaders(stream: StreamContext, err: unknown): Pr
   if (answered) {
     if (err instanceof UpstreamHttpError) {
       res.status(err.status);
-      res.setHeader('Content-Type', err.contentType ?? 'application/json; charset=utf-8');
       if (err.retryAfterMs !== undefined) res.setHeader('Retry-After', String(Math.ceil(err.retryAfterMs / 1000)));
-      const body = stream.redaction === undefined ? '' : stream.redaction.errors.json(err.body);
-      // Written in the encoding it was read in: a latin-1 page goes back byte for byte.
-      const encoding = bodyEncoding(err.contentType);
-      res.setHeader('Content-Length', Buffer.byteLength(body, encoding));
-      res.end(body, encoding);
+      // Written in the charset it was read in where Node writes it (a latin-1 page goes back byte
+      // for byte), else in UTF-8 under a Content-Type that says so.
+      const { bytes, contentType } = encodeBody(stream.redaction === undefined ? '' : stream.redaction.errors.json(err.body), err.contentType);
+      res.setHeader('Content-Type', contentType ?? 'application/json; charset=utf-8');
+      res.setHeader('Content-Length', bytes.length);
+      res.end(bytes);
     } else stream.adapter.sendHttpError(res, err);
   } else if (!clientGone && stream.early?.committed === true) stream.early.fail(err, (e) => stream.adapter.formatError(e));
   // An upstream error body may be up to 64 KiB: held, and cut, as a whole answer is.

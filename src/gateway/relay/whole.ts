@@ -1,3 +1,5 @@
+import { decodeBody, encodeBody, isUtf8Body } from '../../http/body-charset';
+import type { Scrubber } from '../../http/redact';
 import { fetchUpstream, type UpstreamBody, type UpstreamRequest } from '../../http/request';
 import { TimeoutError } from '../../errors';
 import { withRetries } from '../../http/retry';
@@ -21,9 +23,9 @@ export async function relayWhole(stream: StreamContext, request: UpstreamRequest
 function sendWhole(stream: StreamContext, answer: UpstreamBody): Promise<void> {
   const { res, env } = stream;
   res.status(answer.status);
-  if (answer.contentType) res.setHeader('Content-Type', answer.contentType);
   // The answer may echo a credential the gateway sent.
-  const body = stream.redaction === undefined ? answer.body : stream.redaction.keys.buffer(answer.body);
+  const { bytes: body, contentType } = stream.redaction === undefined ? { bytes: answer.body, contentType: answer.contentType } : redacted(stream.redaction.keys, answer);
+  if (contentType) res.setHeader('Content-Type', contentType);
   // Set here, not by end(): Node leaves it out of a HEAD answer, which must carry the GET's headers.
   res.setHeader('Content-Length', body.length);
   // A HEAD answer's body is dropped by Node, unsent. Any other goes slice by slice, so that a
@@ -39,4 +41,16 @@ function sendWhole(stream: StreamContext, answer: UpstreamBody): Promise<void> {
     if (cut === undefined) return stream.finish('completed', { status, bytes: sent, stream: false });
     stream.finish(errorOutcome(cut), { status, bytes: sent, stream: false, errorCode: codeOf(cut), timeoutKind: cut instanceof TimeoutError ? cut.kind : undefined });
   });
+}
+
+/**
+ * `answer`'s body with `keys` redacted, and its Content-Type: a UTF-8 body is scanned as bytes;
+ * one in another charset is read in it, and only a body that had a key is written again
+ * ({@link encodeBody}: in UTF-8, and labelled so, where Node cannot write its charset).
+ */
+function redacted(keys: Scrubber, answer: UpstreamBody): { bytes: Buffer; contentType: string | undefined } {
+  if (isUtf8Body(answer.contentType)) return { bytes: keys.buffer(answer.body), contentType: answer.contentType };
+  const text = decodeBody(answer.body, answer.contentType);
+  const scrubbed = keys.string(text);
+  return scrubbed === text ? { bytes: answer.body, contentType: answer.contentType } : encodeBody(scrubbed, answer.contentType);
 }
