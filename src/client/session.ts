@@ -7,6 +7,7 @@ import { sseDecode } from '../sse/operators/sse-decode';
 import { UpstreamRedirectError } from '../http/errors';
 import { isMediaType } from '../http/media-type';
 import { retryAfterMs as parseRetryAfter } from '../http/retry';
+import { SocketDeadline } from '../http/socket-deadline';
 import { tapBytes, type BodyTap } from './body-tap';
 import type { ResolvedSseOptions, SseResponseInfo } from './options';
 import { Reconnection } from './reconnect';
@@ -40,7 +41,7 @@ export class SseSession implements Subscription {
   /** The bytes the current connection's parser holds (`undefined`: no connection streams). */
   private parserHeld: (() => number) | undefined;
   private backoffTimer: NodeJS.Timeout | undefined;
-  private idleTimer: NodeJS.Timeout | undefined;
+  private idleTimer: SocketDeadline | undefined;
   private lastEventId: string;
   private readonly reconnection: Reconnection;
   private connections = 0;
@@ -292,18 +293,20 @@ export class SseSession implements Subscription {
       return;
     }
     if (this.idleTimer !== undefined) return;
-    // closeConnection() and connect() clear the timer, so it always belongs to the current connection.
-    this.idleTimer = setTimeout(() => {
+    // closeConnection() and connect() clear the timer, so it always belongs to the current
+    // connection. Its verdict waits for the next poll (SocketDeadline): bytes already in the
+    // socket when a blocked loop runs it late move it instead.
+    this.idleTimer = new SocketDeadline(ms, () => {
       this.idleTimer = undefined;
       if (this.state === 'connecting' || this.state === 'streaming') {
         this.onConnectionFailure(new TimeoutError('idle', ms));
       }
-    }, ms);
+    });
   }
 
   private clearIdle(): void {
     if (this.idleTimer !== undefined) {
-      clearTimeout(this.idleTimer);
+      this.idleTimer.clear();
       this.idleTimer = undefined;
     }
   }

@@ -17,6 +17,7 @@ import { bodyIsResponse, callAgent, CallSignal, dropReceivedHeaders, dropSentHea
 import { markListeners, type ListenerMark } from './listener-mark';
 import type { AbortSignalLike } from './abort-signal-like';
 import { decodeBody } from './body-charset';
+import { SocketDeadline } from './socket-deadline';
 
 /** Default time to first byte of the upstream body, ms: models think before they speak. */
 export const DEFAULT_FIRST_BYTE_TIMEOUT_MS = 60_000;
@@ -119,8 +120,8 @@ export class UpstreamCall implements SizedReadCall {
   private incoming: http.IncomingMessage | undefined;
   /** The final response's body is not compressed (read from its head, which a streamed body does not keep). */
   private identityBody = false;
-  private firstByteTimer: NodeJS.Timeout | undefined;
-  private connectTimer: NodeJS.Timeout | undefined;
+  private firstByteTimer: SocketDeadline | undefined;
+  private connectTimer: SocketDeadline | undefined;
   private released = false;
   /** The request being sent and node-fetch's listeners before it added its own, until the answer came. */
   private sending: { req: http.ClientRequest; reqMark: ListenerMark; resMark?: ListenerMark } | undefined;
@@ -136,10 +137,10 @@ export class UpstreamCall implements SizedReadCall {
     request.signal?.addEventListener('abort', this.onAbort, { once: true });
     const firstByteMs = request.firstByteTimeoutMs ?? DEFAULT_FIRST_BYTE_TIMEOUT_MS;
     if (firstByteMs > 0) {
-      this.firstByteTimer = setTimeout(() => {
+      this.firstByteTimer = new SocketDeadline(firstByteMs, () => {
         // Bytes that arrived but were not asked for yet meet the deadline.
         if (this.bufferedBytes() === 0) this.abort(new TimeoutError('first', firstByteMs, `upstream sent no byte within ${firstByteMs} ms`));
-      }, firstByteMs);
+      });
     }
   }
 
@@ -210,7 +211,7 @@ export class UpstreamCall implements SizedReadCall {
     if (connectMs > 0) {
       req.once('socket', (socket: Socket) => {
         if (!socket.connecting) return;
-        this.connectTimer = setTimeout(() => this.abort(new TimeoutError('connect', connectMs, `upstream connection not established within ${connectMs} ms`)), connectMs);
+        this.connectTimer = new SocketDeadline(connectMs, () => this.abort(new TimeoutError('connect', connectMs, `upstream connection not established within ${connectMs} ms`)));
         socket.once('connect', () => this.clearConnect());
       });
     }
@@ -381,7 +382,7 @@ export class UpstreamCall implements SizedReadCall {
 
   /** The first body byte arrived: the first-byte deadline is met. */
   firstByte(): void {
-    if (this.firstByteTimer !== undefined) clearTimeout(this.firstByteTimer);
+    this.firstByteTimer?.clear();
     this.firstByteTimer = undefined;
   }
 
@@ -407,7 +408,7 @@ export class UpstreamCall implements SizedReadCall {
   }
 
   private clearConnect(): void {
-    if (this.connectTimer !== undefined) clearTimeout(this.connectTimer);
+    this.connectTimer?.clear();
     this.connectTimer = undefined;
   }
 }

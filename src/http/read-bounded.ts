@@ -1,5 +1,6 @@
 import type { EventEmitter } from 'node:events';
 import type { Readable } from 'node:stream';
+import { SocketDeadline } from './socket-deadline';
 
 /** What {@link readBounded} does at each of its limits. */
 export interface BoundedRead {
@@ -52,11 +53,11 @@ export function readBounded(body: Readable, limits: BoundedRead): Promise<Buffer
   return new Promise<Buffer>((resolve, reject) => {
     const chunks: Buffer[] = [];
     let bytes = 0;
-    let timer: NodeJS.Timeout | undefined;
-    let idleTimer: NodeJS.Timeout | undefined;
+    let timer: SocketDeadline | undefined;
+    let idleTimer: SocketDeadline | undefined;
     const teardown = (): void => {
-      clearTimeout(timer);
-      clearTimeout(idleTimer);
+      timer?.clear();
+      idleTimer?.clear();
       body.off('data', onData);
       body.off('end', onEnd);
       body.off('error', onError);
@@ -91,13 +92,15 @@ export function readBounded(body: Readable, limits: BoundedRead): Promise<Buffer
       else fail(limits.closedEarly);
     };
     const { timeoutMs, timedOut } = limits;
-    if (timeoutMs !== undefined && timeoutMs > 0 && timedOut !== undefined) timer = setTimeout(() => fail(() => timedOut(timeoutMs)), timeoutMs);
+    // Each deadline's verdict waits for the next poll: a blocked loop does not cut a body whose
+    // next bytes or end already arrived (SocketDeadline).
+    if (timeoutMs !== undefined && timeoutMs > 0 && timedOut !== undefined) timer = new SocketDeadline(timeoutMs, () => fail(() => timedOut(timeoutMs)));
     const { idleMs, idled } = limits;
     const onIdle = (reason: unknown): void => {
       if (reason !== undefined) fail(() => reason);
       else onEnd();
     };
-    if (idleMs !== undefined && idleMs > 0 && idled !== undefined) idleTimer = setTimeout(() => onIdle(idled(idleMs)), idleMs);
+    if (idleMs !== undefined && idleMs > 0 && idled !== undefined) idleTimer = new SocketDeadline(idleMs, () => onIdle(idled(idleMs)));
     body.on('data', onData);
     body.once('end', onEnd);
     body.once('error', onError);
