@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { BufferOverflowError, ShutdownError, TimeoutError } from '../errors';
 import type { SseEvent, SseEventInit } from '../sse';
 import { UpstreamStreamError } from '../http/errors';
-import { codeOf, httpStatusOf, messageOf, upstreamErrorOf, writeJsonError } from './errors-http';
+import { codeOf, httpStatusOf, messageOf, upstreamErrorOf, upstreamErrorText, writeJsonError } from './errors-http';
 import type { GatewayEvent, ProviderAdapter } from './types';
 import { eventTypeOf, hasAsciiEscape, num, obj, parseObject, reencoder } from './wire';
 
@@ -109,7 +109,9 @@ export const anthropicAdapter: ProviderAdapter = {
     return apiKey ? { 'x-api-key': apiKey } : {};
   },
   formatError(error): SseEventInit {
-    return { event: 'error', data: JSON.stringify({ type: 'error', error: anthropicError(error) }) };
+    // The upstream's own `{"type":"error",…}` answer, whole: its `request_id` included.
+    const upstream = upstreamErrorText(error, (json) => json.type === 'error' && anthropicAnswerError(json, '') !== undefined);
+    return { event: 'error', data: upstream ?? JSON.stringify({ type: 'error', error: anthropicError(error) }) };
   },
   sendHttpError(res: ServerResponse, error) {
     writeJsonError(res, httpStatusOf(error), { type: 'error', error: anthropicError(error) });

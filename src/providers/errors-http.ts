@@ -30,4 +30,17 @@ export function upstreamErrorOf(error: unknown, read: (json: Record<string, unkn
   return (json === undefined ? undefined : read(json, error.body)) ?? error;
 }
 
+/**
+ * The upstream's own error JSON, as text, when `error` is an upstream HTTP error
+ * ({@link UpstreamHttpError}) whose body is an object `isProviderError` accepts; else
+ * `undefined`. An error frame relays it whole, so what the adapter does not model (Anthropic's
+ * `request_id`, fields of its `error` object) still reaches the client's SDK. The text is the
+ * body as received (after the gateway's redaction), a complete JSON object.
+ */
+export function upstreamErrorText(error: unknown, isProviderError: (json: Record<string, unknown>) => boolean): string | undefined {
+  if (!(error instanceof UpstreamHttpError)) return undefined;
+  const json = parseObject(error.body);
+  return json !== undefined && isProviderError(json) ? error.body : undefined;
+}
+
 export { codeOf, messageOf, writeJsonError } from '../express/error-shapes';

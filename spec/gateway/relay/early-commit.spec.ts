@@ -99,7 +99,7 @@ describe('early commit (policy.earlyCommitMs)', () => {
     expect(r.text.startsWith(': ping\n\n')).toBe(true);
   });
 
-  it("turns an upstream error after an early commit into an Anthropic error event carrying the upstream's error", async () => {
+  it("turns an upstream error after an early commit into an Anthropic error event carrying the upstream's whole error, request_id included", async () => {
     const upstream = await slowUpstream(400, (res) => {
       res.writeHead(529, { 'content-type': 'application/json' });
       res.end('{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":"req_1"}');
@@ -109,7 +109,24 @@ describe('early commit (policy.earlyCommitMs)', () => {
     closers.push(() => gw.close());
     const r = await timedRequest(`${gw.url}/v1/messages`, { ...chat, body: JSON.stringify({ model: 'm', stream: true, max_tokens: 16, messages: [] }) });
     expect(r.status).toBe(200);
-    expect(r.text.replace(/: ping\n\n/g, '')).toBe('event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n');
+    expect(r.text.replace(/: ping\n\n/g, '')).toBe('event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":"req_1"}\n\n');
+  });
+
+  it('relays a multi-line Anthropic error answer after an early commit as one error event whose data lines join to it', async () => {
+    const answer = { type: 'error', error: { type: 'invalid_request_error', message: 'bad', details: { field: 'max_tokens' } }, request_id: 'req_2' };
+    const upstream = await slowUpstream(400, (res) => {
+      res.writeHead(400, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(answer, null, 2));
+    });
+    closers.push(upstream.close);
+    const { gw } = await gatewayFor(upstream.url, { path: '/v1/messages', provider: 'anthropic', policy: { earlyCommitMs: 100 } });
+    closers.push(() => gw.close());
+    const r = await timedRequest(`${gw.url}/v1/messages`, { ...chat, body: JSON.stringify({ model: 'm', stream: true, max_tokens: 16, messages: [] }) });
+    const frames = r.text.split('\n\n').filter((f) => f.startsWith('event: error'));
+    expect(frames).toHaveLength(1);
+    const data = (frames[0] as string).split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6));
+    expect(data.length).toBeGreaterThan(1);
+    expect(JSON.parse(data.join('\n'))).toEqual(answer);
   });
 
   it("turns an upstream error after an early commit into a Responses error event and response.failed carrying the upstream's error", async () => {
