@@ -29,6 +29,13 @@ describe('warnSmallBudgets', () => {
     ]);
   });
 
+  it('leaves out the routes that never stream (models, embeddings, count_tokens, stream: false)', () => {
+    const lines = warnings({ stream: { maxBufferedBytes: 4096 } });
+    expect(lines).toHaveLength(1);
+    expect((lines[0]?.meta as { routes: { route: string }[] }).routes.map((r) => r.route)).toEqual(['/v1/chat/completions', '/v1/responses', '/v1/completions', '/v1/messages']);
+    expect(warnings({ routes: [{ path: '/v1/chat/completions', provider: 'openai', stream: false, policy: { maxBufferedBytes: 4096 } }] })).toEqual([]);
+  });
+
   it('stays silent at the floor, with a lower prefetch, and under terminate', () => {
     expect(warnings({ routes: [route('/a', { maxBufferedBytes: 32768 }), route('/b', { maxBufferedBytes: 20480, prefetch: 4 }), route('/c', { maxBufferedBytes: 8192, overflow: 'terminate' })] })).toEqual([]);
     expect(warnings({})).toEqual([]);

@@ -18,7 +18,7 @@ interface Cli {
   exit: Promise<number | null>;
 }
 
-function run(args: string[], env: Record<string, string> = {}): Cli {
+function run(args: string[], env: Record<string, string | undefined> = {}): Cli {
   const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
@@ -208,7 +208,7 @@ describe('tidegate CLI: configuration', () => {
     await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
     try {
       for (const args of [['--config', file], ['--port', String((busy.address() as net.AddressInfo).port)]]) {
-        const cli = run(args, { LOG_LEVEL: 'info', REDIS_URL: '', UPSTREAM_URL: '' });
+        const cli = run(args, { LOG_LEVEL: 'info', REDIS_URL: '', UPSTREAM_URL: undefined });
         children.push(cli.child);
         expect(await cli.exit).toBe(1);
         expect(cli.stderr()).toMatch(/^tidegate: (routes .*redis\.url|cannot listen on)/);

@@ -50,7 +50,16 @@ describe('gateway config', () => {
     expect(() => parseConfig({ routes: [{ path: '/e', provider: 'passthrough', url: 'ftp://feed/sse' }] })).toThrow(/routes\.0\.url: expected an http/);
     expect(() => loadConfig({ env: { UPSTREAM_URL: 'vllm:8000' } })).toThrow(ConfigError);
     expect(() => parseConfig({ upstream: { url: 'not a url' } })).toThrow(ConfigError);
+    expect(() => parseConfig({ upstream: { url: '127.0.0.1:8091' } })).toThrow(/upstream\.url: expected an http:\/\/ or https:\/\/ URL, got "127\.0\.0\.1:8091"/);
     expect(parseConfig({ upstream: { url: 'HTTPS://api.example/v1' } }).upstream.url).toBe('HTTPS://api.example/v1');
+  });
+
+  it('refuses an empty UPSTREAM_URL or upstream override instead of running the simulator', () => {
+    expect(() => loadConfig({ env: { UPSTREAM_URL: '' } })).toThrow(/^UPSTREAM_URL is set but empty \(upstream\.url\): give the upstream's URL, or leave it unset to run the embedded simulator$/);
+    expect(() => loadConfig({ overrides: { 'upstream.url': '' }, overrideOrigins: { 'upstream.url': '--upstream ' } })).toThrow(/^--upstream is empty \(upstream\.url\)/);
+    expect(() => loadConfig({ env: { UPSTREAM_URL: '' } })).toThrow(ConfigError);
+    // Other empty variables still count as unset.
+    expect(loadConfig({ env: { TIDEGATE_OVERFLOW: '', UPSTREAM_API_KEY: '' } }).upstream.url).toBeUndefined();
   });
 
   it('appends extra passthrough routes to the default ones', () => {

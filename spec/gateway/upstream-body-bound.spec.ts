@@ -82,7 +82,7 @@ async function startGateway(upstreamUrl: string): Promise<Gateway> {
   fs.writeFileSync(file, JSON.stringify({ upstream: { url: upstreamUrl } }));
   const child = spawn(process.execPath, [CLI, '--config', file, '--port', '0', '--host', '127.0.0.1'], {
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, PORT: '0', UPSTREAM_URL: '' },
+    env: { ...process.env, PORT: '0', UPSTREAM_URL: undefined }, // unset: the config file's URL applies
   });
   let out = '';
   let err = '';

@@ -23,7 +23,7 @@ const CLI = path.join(__dirname, '..', '..', 'dist', 'gateway', 'cli.js');
 export async function startGatewayProcess(args: string[], timeoutMs = 10_000): Promise<GatewayProcess> {
   const child = spawn(process.execPath, [CLI, '--port', '0', '--host', '127.0.0.1', ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, PORT: '0', UPSTREAM_URL: '' },
+    env: { ...process.env, PORT: '0', UPSTREAM_URL: undefined }, // unset: the embedded simulator
   });
   const stop = trackChild(child);
   let out = '';

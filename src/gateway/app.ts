@@ -5,7 +5,7 @@ import express, { type Express, type NextFunction, type Request, type Response }
 import { ShutdownError } from '../errors';
 import type { ProviderAdapter } from '../providers/types';
 import { AdmissionError, badRequestError, bindSlot, closeAfterResponse, createAdmission, hasUnreadBody, pipelineLimitError, type Admission, type BoundSlot } from './admission';
-import { resolveRoutes, type GatewayConfig, type ResolvedRoute } from './config';
+import { ConfigError, resolveRoutes, type GatewayConfig, type ResolvedRoute } from './config';
 import { warnDoubledVersionPath } from './upstream-path-check';
 import { warnSmallBudgets } from './budget-floor-check';
 import { corsMiddleware } from './cors';
@@ -87,9 +87,14 @@ export type GatewayApp = Express & { readonly gateway: GatewayControl };
  * });
  */
 export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}): GatewayApp {
+  // A raw object has none of the defaults parseConfig fills in (limits, stream, timeouts, ...).
+  if (typeof config !== 'object' || config === null || config.limits === undefined) {
+    throw new ConfigError('createGatewayApp takes a validated configuration: pass parseConfig(yourConfig) or loadConfig()');
+  }
   const logger = deps.logger ?? createLogger();
   const metrics = deps.metrics ?? new GatewayMetrics();
   const routes = resolveRoutes(config, deps.upstreamUrl ?? config.upstream.url);
+  checkRoutes(routes, deps.policies);
   applyKernelBounds(config, routes, logger);
   warnDoubledVersionPath(routes, logger);
   warnSmallBudgets(routes, logger);
@@ -253,7 +258,6 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
   }
 
   for (const route of routes) {
-    if (route.url === undefined) throw new Error(`route ${route.path}: no upstream URL (set upstream.url or the route's url)`);
     const adapter = adapterOf.get(route.path) as ProviderAdapter;
     // Before the body is read, taking no slot: a client over capacity costs no body bytes (nor,
     // with `Expect: 100-continue`, an upload), and an upload in progress holds no stream slot.
@@ -443,4 +447,17 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
 
 function isJsonObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * Refuses, with a {@link ConfigError}, a route without an upstream URL and a policy function
+ * keyed by a path no route has (a typo there would leave the route unfiltered, silently).
+ */
+function checkRoutes(routes: readonly ResolvedRoute[], policies: GatewayDeps['policies']): void {
+  const missing = routes.find((r) => r.url === undefined);
+  if (missing !== undefined) throw new ConfigError(`route ${missing.path}: no upstream URL (set upstream.url or the route's url)`);
+  const unknown = Object.keys(policies ?? {}).filter((path) => !routes.some((r) => r.path === path));
+  if (unknown.length > 0) {
+    throw new ConfigError(`policies for ${unknown.join(', ')}: no route has ${unknown.length === 1 ? 'that path' : 'those paths'} (routes: ${routes.map((r) => r.path).join(', ')})`);
+  }
 }

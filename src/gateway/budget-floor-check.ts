@@ -1,3 +1,4 @@
+import { API_SPECS } from './config/apis';
 import type { ResolvedRoute } from './config';
 import type { Logger } from './logger';
 
@@ -17,15 +18,17 @@ export function budgetFloor(prefetch: number): number {
 }
 
 /**
- * Logs one warning at start naming the `pause` routes whose byte budget is under
+ * Logs one warning at start naming the streaming `pause` routes whose byte budget is under
  * {@link budgetFloor}. A warning, not an error: a route of small events may run on less, and a
  * test may want the overflow.
  *
  * @param routes the resolved routes
  * @param logger where the warning goes; its fields are each route's budget and floor, bytes
  */
-export function warnSmallBudgets(routes: readonly Pick<ResolvedRoute, 'path' | 'policy'>[], logger: Pick<Logger, 'warn'>): void {
-  const small = routes.flatMap(({ path, policy }) => {
+export function warnSmallBudgets(routes: readonly Pick<ResolvedRoute, 'path' | 'policy' | 'api' | 'stream'>[], logger: Pick<Logger, 'warn'>): void {
+  const small = routes.flatMap(({ path, policy, api, stream }) => {
+    // A route that answers whole JSON bodies only streams nothing to overrun.
+    if (!stream || !API_SPECS[api].streams) return [];
     const floor = budgetFloor(policy.prefetch);
     return policy.overflow === 'pause' && policy.maxBufferedBytes < floor ? [{ route: path, maxBufferedBytes: policy.maxBufferedBytes, floor }] : [];
   });

@@ -16,6 +16,6 @@ export const headerName = z
  */
 export const httpUrl = z
   .string()
-  .url()
-  // Runs after a failed `.url()` too (zod checks do not abort), so it must not throw.
-  .refine((u) => !URL.canParse(u) || /^https?:$/.test(new URL(u).protocol), { error: (issue) => `expected an http:// or https:// URL, got ${JSON.stringify(issue.input)}` });
+  // One message for every value that is not such a URL: `127.0.0.1:8000` (no URL at all) and
+  // `localhost:8000` (a URL of another scheme) are the same mistake.
+  .refine((u) => URL.canParse(u) && /^https?:$/.test(new URL(u).protocol), { error: (issue) => `expected an http:// or https:// URL, got ${JSON.stringify(issue.input)}` });

@@ -53,8 +53,20 @@ export interface LoadConfigOptions {
   extraRoutes?: readonly Record<string, unknown>[] | undefined;
 }
 
+const UPSTREAM_URL_FIELD = 'upstream.url';
+
+/**
+ * An empty upstream URL is refused, not taken as unset: unset, the CLI runs its embedded
+ * simulator, and a variable a deployment forgot to fill (`UPSTREAM_URL=${UPSTREAM_URL}`) must not
+ * put simulated answers in front of its clients.
+ */
+function emptyUpstreamUrl(what: string): ConfigError {
+  return new ConfigError(`${what} (upstream.url): give the upstream's URL, or leave it unset to run the embedded simulator`);
+}
+
 /**
  * Builds the configuration from defaults < file < environment < overrides and validates it.
+ * An empty `UPSTREAM_URL` or upstream override is refused (other empty variables count as unset).
  * Throws {@link ConfigError} naming the bad field (and the file).
  */
 export function loadConfig(options: LoadConfigOptions = {}): GatewayConfig {
@@ -64,6 +76,7 @@ export function loadConfig(options: LoadConfigOptions = {}): GatewayConfig {
   const origins: Record<string, string> = {};
   for (const [name, field] of Object.entries(ENV_OVERRIDES)) {
     const value = env[name];
+    if (value === '' && field === UPSTREAM_URL_FIELD) throw emptyUpstreamUrl(`${name} is set but empty`);
     if (value === undefined || value === '') continue;
     if (NUMERIC_FIELDS.has(field) && (value.trim() === '' || !Number.isFinite(Number(value)))) {
       throw new ConfigError(`invalid ${name} (${field}): expected a number, got ${JSON.stringify(value)}`);
@@ -72,6 +85,7 @@ export function loadConfig(options: LoadConfigOptions = {}): GatewayConfig {
     origins[field] = `${name}=${JSON.stringify(value)}`;
   }
   for (const [field, value] of Object.entries(options.overrides ?? {})) {
+    if (value === '' && field === UPSTREAM_URL_FIELD) throw emptyUpstreamUrl(`${(options.overrideOrigins?.[field] ?? field).trim()} is empty`);
     if (value === undefined) continue;
     setField(raw, field, value);
     const origin = options.overrideOrigins?.[field];
