@@ -368,6 +368,32 @@ describe('demand bridge: demand in bytes (maxElementBytes)', () => {
   });
 });
 
+describe('demand bridge: peakBufferedBytes', () => {
+  it('reports how full the budget was when an element overflowed it, the batched writes included', async () => {
+    const results: StreamResult[] = [];
+    const app = express();
+    app.get('/s', (_req, res) => {
+      // 1 KiB events, as many as asked for, in the same tick: they wait in the end-of-tick batch.
+      const flow = createFlow<Uint8Array>((sink) => {
+        sink.onRequest((n) => {
+          for (let i = 0; i < n; i++) sink.next(Buffer.from(`data: ${'z'.repeat(1024 - 8)}\n\n`));
+        });
+      });
+      void sendFlow(res, flow, { maxBufferedBytes: 4096, stallTimeoutMs: 0, heartbeatMs: 0 }).done.then((r) => results.push(r));
+    });
+    const gw = await listen(app);
+    closers.push(gw);
+    const c = await RawClient.request(gw.port, '/s');
+    closers.push({ close: async () => c.destroy() });
+    c.readAll();
+    await waitFor(() => results.length === 1, 5000);
+    expect(results[0]?.outcome).toBe('overflow');
+    // The element that did not fit found more than budget − its size held.
+    expect(results[0]?.peakBufferedBytes).toBeGreaterThan(4096 - 1024);
+    expect(results[0]?.peakBufferedBytes).toBeLessThanOrEqual(4096);
+  });
+});
+
 describe('StreamHandle#flush and onWritable', () => {
   it('flush() writes what was batched for the end of the tick at once, with the socket uncorked', async () => {
     let sink: FlowSink<Uint8Array> | undefined;

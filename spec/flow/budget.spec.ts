@@ -21,4 +21,18 @@ describe('ByteBudget', () => {
     expect(budget.peak).toBe(950);
     expect(budget.used).toBe(950);
   });
+
+  it('fits() says whether an element fits beside the reserve, takes nothing, and records the peak either way', () => {
+    const budget = new ByteBudget(1000);
+    let socket = 0;
+    budget.attachExternal(() => socket);
+    expect(budget.fits(600, 100)).toBe(true);
+    expect(budget.used).toBe(0);
+    expect(budget.peak).toBe(600);
+    socket = 800;
+    expect(budget.fits(150, 100)).toBe(false); // 800 + 150 > 1000 − 100
+    expect(budget.peak).toBe(800);
+    expect(budget.fits(150)).toBe(true);
+    expect(budget.peak).toBe(950);
+  });
 });

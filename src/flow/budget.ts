@@ -72,6 +72,22 @@ export class ByteBudget {
     return true;
   }
 
+  /**
+   * Whether an element of `bytes` fits in {@link room}(`reserveBytes`), recording the peak as
+   * {@link tryAcquire} does (`used + bytes` when it fits, `used` when it does not) without taking
+   * the bytes: for a holder the budget counts externally, such as the Express bridge, whose
+   * writes show in `res.writableLength`.
+   */
+  fits(bytes: number, reserveBytes = 0): boolean {
+    const used = this.used;
+    if (bytes > this.maxBytes - used - reserveBytes) {
+      if (used > this.peakBytes) this.peakBytes = used;
+      return false;
+    }
+    if (used + bytes > this.peakBytes) this.peakBytes = used + bytes;
+    return true;
+  }
+
   /** Returns `bytes` to the budget. */
   release(bytes: number): void {
     this.usedBytes = Math.max(0, this.usedBytes - bytes);

@@ -159,14 +159,14 @@ export class DemandBridge implements Subscriber<BridgeElement>, StreamHandle {
     // Count the element before holding it: one large element can never overshoot the budget
     // (with demand in bytes, nor the reserve kept for what the upstream side may still read).
     const reserve = this.options.maxElementBytes === undefined ? 0 : (this.options.reserveBytes?.() ?? 0);
-    if (size > this.budget.room(reserve)) {
+    // `fits` records the peak: what the budget held with this element, or at the overflow.
+    if (!this.budget.fits(size, reserve)) {
       return this.finish('overflow', new BufferOverflowError(`stream byte budget of ${this.budget.maxBytes} bytes exceeded by an element of ${size} bytes`));
     }
     this.events++;
     if (this.socketFull) {
       this.held.push(chunk);
       this.heldBytes += size;
-      this.budget.observe();
       return;
     }
     this.write(chunk, size);

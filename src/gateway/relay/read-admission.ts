@@ -152,6 +152,7 @@ class ReadGate extends OperatorSubscriber<Buffer, Buffer> {
       if (admission.bridgeBytes() > 0) return;
       // Nothing leaves: the reader's bytes go on (their frames then leave), or it is stuck.
       if (admission.readerStuck()) {
+        admission.budget.observe(); // how full it was, for the stream's peakBufferedBytes
         this.fail(new BufferOverflowError(`stream byte budget of ${admission.budget.maxBytes} bytes has no room for the rest of an event`));
         return;
       }
