@@ -139,6 +139,23 @@ function echoing(req: http.IncomingMessage, res: http.ServerResponse): void {
       res.writeHead(401, { 'content-type': 'application/json; charset=UTF-16BE' });
       res.end(Buffer.from(JSON.stringify(protocol.httpError(`bad key ${key}`)), 'utf16le').swap16());
       return;
+    case 'status-401-utf16-nocharset':
+      // UTF-16LE with a byte order mark, no charset: Python's json.loads reads it all the same.
+      res.writeHead(401, { 'content-type': 'application/json' });
+      res.end(Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(JSON.stringify(protocol.httpError(`bad key ${key}`)), 'utf16le')]));
+      return;
+    case 'status-401-utf32-nocharset': {
+      res.writeHead(401, { 'content-type': 'application/json' });
+      const points = [...JSON.stringify(protocol.httpError(`bad key ${key}`))].map((c) => c.codePointAt(0) as number);
+      const body = Buffer.alloc(points.length * 4);
+      points.forEach((p, i) => body.writeUInt32BE(p, i * 4));
+      res.end(body);
+      return;
+    }
+    case 'non-stream-utf16-nocharset':
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(Buffer.from(JSON.stringify(protocol.nonStream(`you sent ${key}`)), 'utf16le'));
+      return;
     case 'status-500-sjis':
       // 'エラー: ' in Shift_JIS, which Node cannot write: read, redacted, and relayed as UTF-8.
       res.writeHead(500, { 'content-type': 'text/plain; charset=Shift_JIS' });
@@ -277,6 +294,23 @@ describe('upstream details never reach a client', () => {
       expect(res.headers.get('content-type')).toBe(contentType);
       expect(protocol.httpErrorMessage(JSON.parse(decode(Buffer.from(await res.arrayBuffer()))))).toBe('bad key [redacted]');
     }
+  });
+
+  it.each(cases((_, p) => p.variants))('%s: an error body in UTF-16 or UTF-32 without a charset is read as its first bytes show, redacted and relayed as UTF-8 (%s)', async (name, prefix) => {
+    const protocol = PROTOCOLS[name] as Protocol;
+    for (const mode of ['status-401-utf16-nocharset', 'status-401-utf32-nocharset']) {
+      const res = await send(`${prefix}${protocol.path}`, mode, prefix !== '/nonstream');
+      expect(res.status).toBe(401);
+      expect(res.headers.get('content-type')).toBe('application/json');
+      expect(protocol.httpErrorMessage(JSON.parse((await res.text()).replace(/^\ufeff/, '')))).toBe('bad key [redacted]');
+    }
+  });
+
+  it.each(cases((_, p) => (p.variants.includes('/nonstream') ? [p.path] : [])))('%s: a non-stream answer in UTF-16 without a charset echoing the key is redacted', async (name) => {
+    const protocol = PROTOCOLS[name] as Protocol;
+    const res = await send(`/nonstream${protocol.path}`, 'non-stream-utf16-nocharset', false);
+    expect(res.status).toBe(200);
+    expect(protocol.nonStreamText(JSON.parse(await res.text()))).toBe('you sent [redacted]');
   });
 
   it.each(cases((_, p) => p.variants))('%s: an error body in Shift_JIS is scanned for the key and relayed as UTF-8, labelled so (%s)', async (name, prefix) => {

@@ -44,6 +44,42 @@ describe('decodeBody and encodeBody', () => {
   });
 });
 
+describe('a body without a charset', () => {
+  const text = '{"error":"bad key sk-ü😀"}';
+  const utf32 = (littleEndian: boolean): Buffer => {
+    const points = [...text].map((c) => c.codePointAt(0) as number);
+    const bytes = Buffer.alloc(points.length * 4);
+    points.forEach((p, i) => (littleEndian ? bytes.writeUInt32LE(p, i * 4) : bytes.writeUInt32BE(p, i * 4)));
+    return bytes;
+  };
+
+  it('is read in UTF-16 or UTF-32 when its first bytes show it, with a byte order mark or without', () => {
+    const le = Buffer.from(text, 'utf16le');
+    expect(decodeBody(le, 'application/json')).toBe(text);
+    expect(decodeBody(Buffer.concat([Buffer.from([0xff, 0xfe]), le]), 'application/json')).toBe(`\ufeff${text}`);
+    expect(decodeBody(Buffer.from(le).swap16(), 'application/json')).toBe(text);
+    expect(decodeBody(Buffer.concat([Buffer.from([0xfe, 0xff]), Buffer.from(le).swap16()]), undefined)).toBe(`\ufeff${text}`);
+    expect(decodeBody(utf32(true), 'application/json')).toBe(text);
+    expect(decodeBody(utf32(false), 'application/json')).toBe(text);
+    expect(decodeBody(Buffer.concat([Buffer.from([0xff, 0xfe, 0, 0]), utf32(true)]), 'application/json')).toBe(`\ufeff${text}`);
+    expect(decodeBody(Buffer.from(text), 'application/json')).toBe(text);
+  });
+
+  it('is written back as UTF-8, which a body without a charset is', () => {
+    expect(encodeBody(text, 'application/json')).toEqual({ bytes: Buffer.from(text, 'utf8'), contentType: 'application/json' });
+  });
+
+  it('is scanned as bytes only when UTF-8', () => {
+    expect(isUtf8Body('application/json', Buffer.from(text))).toBe(true);
+    expect(isUtf8Body('application/json', Buffer.from(text, 'utf16le'))).toBe(false);
+    expect(isUtf8Body('application/json', utf32(false))).toBe(false);
+  });
+
+  it('reads a UTF-32 unit that is no scalar value, or a cut one, as U+FFFD', () => {
+    expect(decodeBody(Buffer.from([0x41, 0, 0, 0, 0, 0xd8, 0, 0, 0x42, 0, 0]), 'text/plain; charset=utf-32le')).toBe('A\ufffd\ufffd');
+  });
+});
+
 describe('isUtf8Body', () => {
   it('is true for no charset and for UTF-8 only', () => {
     expect(isUtf8Body('application/json')).toBe(true);

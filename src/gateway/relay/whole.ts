@@ -49,7 +49,7 @@ function sendWhole(stream: StreamContext, answer: UpstreamBody): Promise<void> {
  * ({@link encodeBody}: in UTF-8, and labelled so, where Node cannot write its charset).
  */
 function redacted(keys: Scrubber, answer: UpstreamBody): { bytes: Buffer; contentType: string | undefined } {
-  if (isUtf8Body(answer.contentType)) return { bytes: keys.buffer(answer.body), contentType: answer.contentType };
+  if (isUtf8Body(answer.contentType, answer.body)) return { bytes: keys.buffer(answer.body), contentType: answer.contentType };
   const text = decodeBody(answer.body, answer.contentType);
   const scrubbed = keys.string(text);
   return scrubbed === text ? { bytes: answer.body, contentType: answer.contentType } : encodeBody(scrubbed, answer.contentType);
