@@ -99,8 +99,18 @@ export abstract class TimeoutSubscriber<T> extends OperatorSubscriber<T, T> {
     }
     this.overdue = false;
     this.timer = undefined;
+    if (this.holdsAtDeadline()) return;
     this.deadline = Number.NaN;
     this.fail(new TimeoutError(this.kind, this.timeoutMs));
+  }
+
+  /**
+   * Called when the deadline passed (after the grace turn): `true` keeps the subscriber from
+   * failing, having disarmed or re-armed the deadline itself (a clock paused meanwhile). Default
+   * `false`.
+   */
+  protected holdsAtDeadline(): boolean {
+    return false;
   }
 
   /** Disarms and cancels the scheduled action itself (terminal signals, cancel). */

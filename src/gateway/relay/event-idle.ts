@@ -104,12 +104,22 @@ class BodySubscriber<T> extends OperatorSubscriber<T, T> {
   }
 }
 
+/**
+ * A pause of the clock shorter than this counts as waiting, ms: between a read and the next
+ * request the relay hands the read on (frames, writes) within a turn or two, and an upstream
+ * that floods its socket with comments keeps the relay in such pauses nearly all the time. A
+ * client or a budget holding the relay pauses it for longer.
+ */
+export const SHORT_PAUSE_MS = 20;
+
 class EventIdleSubscriber<T> extends TimeoutSubscriber<T> {
   // The upstream's bytes may be in its socket when a late timer fires: read them before judging.
   protected override readonly pollBeforeFailing = true;
   private outstanding = 0;
-  /** What is left of the wait for the next event while the clock is paused, ms. */
+  /** What is left of the wait for the next event while a pause holds the clock (armed again when the relay waits), ms. */
   private remaining: number;
+  /** When the relay stopped waiting on the upstream (scheduler time, ms); `NaN` while it waits. */
+  private pausedAt = Number.NaN;
 
   constructor(
     actual: Subscriber<T>,
@@ -120,15 +130,36 @@ class EventIdleSubscriber<T> extends TimeoutSubscriber<T> {
     this.remaining = idle.ms;
   }
 
-  /** Runs the clock while the relay waits on the upstream, pauses it otherwise. */
+  /**
+   * Runs the clock while the relay waits on the upstream. A pause is settled when the relay
+   * waits again: a long one ({@link SHORT_PAUSE_MS} or more) moves the deadline on by its
+   * length, a short one counts as waiting. A deadline that passes during a pause holds what
+   * was left when the pause began ({@link holdsAtDeadline}).
+   */
   update(): void {
     const waiting = this.outstanding > 0 && this.idle.started && this.idle.bodyAsked > 0;
-    if (waiting === this.armed) return;
-    if (waiting) this.arm(this.remaining);
-    else {
-      this.remaining = Math.max(0, this.left());
-      this.disarm();
+    const paused = !Number.isNaN(this.pausedAt);
+    if (!waiting) {
+      if (!paused) this.pausedAt = timerScheduler.now();
+      return;
     }
+    if (!this.armed) {
+      this.pausedAt = Number.NaN;
+      this.arm(this.remaining);
+      return;
+    }
+    if (!paused) return;
+    const pausedFor = timerScheduler.now() - this.pausedAt;
+    this.pausedAt = Number.NaN;
+    if (pausedFor >= SHORT_PAUSE_MS) this.arm(Math.max(0, this.left()) + pausedFor);
+  }
+
+  protected override holdsAtDeadline(): boolean {
+    if (Number.isNaN(this.pausedAt)) return false;
+    // Paused since before the deadline: what was left when the pause began waits for the relay.
+    this.remaining = Math.max(0, this.left() + (timerScheduler.now() - this.pausedAt));
+    this.disarm();
+    return true;
   }
 
   onNext(value: T): void {
@@ -140,6 +171,8 @@ class EventIdleSubscriber<T> extends TimeoutSubscriber<T> {
     if (isEvent === undefined || isEvent(value)) {
       this.remaining = this.timeoutMs;
       if (this.armed) this.arm();
+      // A pause in progress counts from the event on.
+      if (!Number.isNaN(this.pausedAt)) this.pausedAt = timerScheduler.now();
     }
     if (this.outstanding !== Infinity && this.outstanding > 0) this.outstanding--;
     this.update();
