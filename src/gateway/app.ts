@@ -50,6 +50,12 @@ export interface GatewayControl {
   readonly admission: Admission;
   /** Requests being relayed now. */
   readonly activeStreams: number;
+  /**
+   * Responses of streams that ended whose last bytes Node still holds (`res.end()` was called,
+   * not all of it is in the kernel yet): a connection cut now would lose them. The drain's
+   * server waits for them before it closes idle connections.
+   */
+  readonly flushing: number;
   /** `false` once draining started: `/readyz` answers 503 and new relay requests get 503. */
   readonly ready: boolean;
   /**
@@ -161,11 +167,18 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
   };
   /** The refusals of requests still sending their bodies, run when the drain starts. */
   const uploading = new Set<() => void>();
-  /** Runs one stream (relayed or resumed), counted for readiness and the drain; its end ends `slot`. */
-  const track = (run: Promise<void>, slot?: BoundSlot | undefined): void => {
+  /** Responses of ended streams not yet handed whole to the kernel (see GatewayControl.flushing). */
+  const unflushed = new Set<Response>();
+  const forget = (res: Response): void => void unflushed.delete(res);
+  /** Runs one stream (relayed or resumed) on `res`, counted for readiness and the drain; its end ends `slot`. */
+  const track = (res: Response, run: Promise<void>, slot?: BoundSlot | undefined): void => {
     active++;
     void run.finally(() => {
       slot?.end();
+      if (!res.writableFinished && !res.destroyed) {
+        unflushed.add(res);
+        res.once('close', () => forget(res));
+      }
       active--;
       if (active === 0) for (const resolve of idle.splice(0)) resolve();
     });
@@ -253,7 +266,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
       if (!ready) return refuseDraining(req, res, errorShape);
       const slot = admitResume(req, res, String(req.params.streamId), errorShape);
       if (slot === undefined) return;
-      track(serveResume(req, res, String(req.params.streamId), resumeDeps), slot);
+      track(res, serveResume(req, res, String(req.params.streamId), resumeDeps), slot);
     });
   }
 
@@ -323,15 +336,15 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
         // Taking its detached stream over, the client gives back the slot `admit` took.
         const loan = resumeDeps.service.lendSlot(resumeFrom.streamId);
         const own = res.locals.slot as BoundSlot;
-        if (loan === undefined) return track(serveResume(req, res, resumeFrom.streamId, resumeDeps, route.path), own);
+        if (loan === undefined) return track(res, serveResume(req, res, resumeFrom.streamId, resumeDeps, route.path), own);
         own.hold()();
-        return track(serveResume(req, res, resumeFrom.streamId, resumeDeps, route.path), bindSlot(loan, res));
+        return track(res, serveResume(req, res, resumeFrom.streamId, resumeDeps, route.path), bindSlot(loan, res));
       }
       // The router's `next` (with its dispatch state and final handler) would otherwise live as
       // long as the stream; the relay answers every error itself.
       req.next = undefined;
       const slot = res.locals.slot as BoundSlot;
-      track(relay(req, res, {
+      track(res, relay(req, res, {
         route: route as ResolvedRoute & { url: string },
         adapter,
         logger,
@@ -376,6 +389,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
         if (!ready) return refuseDraining(req, res, adapter);
         const resolved = resumeDeps.service.resolve(String(req.params.responseId)).catch(() => undefined);
         track(
+          res,
           (async () => {
             let streamed: boolean;
             try {
@@ -416,6 +430,10 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
     admission,
     get activeStreams() {
       return active;
+    },
+    get flushing() {
+      for (const res of unflushed) if (res.writableFinished || res.destroyed) unflushed.delete(res);
+      return unflushed.size;
     },
     get ready() {
       return ready;

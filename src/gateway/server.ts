@@ -75,13 +75,17 @@ export async function startGateway(config: GatewayConfig, options: Omit<GatewayD
       // Still listening while streams drain: a load balancer's probe gets /readyz 503 and a new
       // request 503 with Retry-After (each with Connection: close), not a refused connection.
       await app.gateway.drain(graceMs);
+      // The last frames (e.g. ERR_TIDEGATE_SHUTDOWN) flush before connections are cut, for up to
+      // FLUSH_WAIT_MS: http's close() counts a connection idle once `res.end()` was called, and
+      // cuts it, though its last bytes may still wait in Node for a slow reader.
+      const flushBy = Date.now() + FLUSH_WAIT_MS;
+      while (app.gateway.flushing > 0 && Date.now() < flushBy) await new Promise((r) => setTimeout(r, 25));
       // http's close(): stops accepting, closes idle connections and stops the header/request
       // timeout checks.
       server.close();
-      // Let the last frames (e.g. ERR_TIDEGATE_SHUTDOWN) flush before connections are cut.
       const poll = setInterval(() => server.closeIdleConnections(), 25);
       let flushWait: NodeJS.Timeout | undefined;
-      const flushed = await Promise.race([closed.then(() => true), new Promise<boolean>((r) => (flushWait = setTimeout(() => r(false), 1000)))]);
+      const flushed = await Promise.race([closed.then(() => true), new Promise<boolean>((r) => (flushWait = setTimeout(() => r(false), Math.max(0, flushBy - Date.now()))))]);
       // The race's loser must not hold the process (a test runner's worker) for another second.
       clearTimeout(flushWait);
       clearInterval(poll);
@@ -92,6 +96,9 @@ export async function startGateway(config: GatewayConfig, options: Omit<GatewayD
     })());
   return { url, port, upstreamUrl, server, app, simulator, shutdown, close: () => shutdown(0) };
 }
+
+/** How long a drained gateway waits for its streams' last bytes to leave before it cuts the connections, ms. */
+export const FLUSH_WAIT_MS = 1000;
 
 /**
  * Node's request timeouts from `config.limits`: headers within `headersTimeoutMs`; the whole
