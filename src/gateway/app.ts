@@ -169,7 +169,6 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
   const uploading = new Set<() => void>();
   /** Responses of ended streams not yet handed whole to the kernel (see GatewayControl.flushing). */
   const unflushed = new Set<Response>();
-  const forget = (res: Response): void => void unflushed.delete(res);
   /** Runs one stream (relayed or resumed) on `res`, counted for readiness and the drain; its end ends `slot`. */
   const track = (res: Response, run: Promise<void>, slot?: BoundSlot | undefined): void => {
     active++;
@@ -177,7 +176,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
       slot?.end();
       if (!res.writableFinished && !res.destroyed) {
         unflushed.add(res);
-        res.once('close', () => forget(res));
+        res.once('close', () => unflushed.delete(res));
       }
       active--;
       if (active === 0) for (const resolve of idle.splice(0)) resolve();

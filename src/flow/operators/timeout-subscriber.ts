@@ -48,9 +48,12 @@ export abstract class TimeoutSubscriber<T> extends OperatorSubscriber<T, T> {
     return !Number.isNaN(this.deadline);
   }
 
-  /** Starts the deadline `ms` from now (restarting it when already armed). `Infinity` never arms. */
-  protected arm(ms = this.timeoutMs): void {
-    if (this.done || this.cancelled || this.timeoutMs === Infinity) return;
+  /**
+   * Starts the deadline `ms` from now (restarting it when already armed). `Infinity` never arms.
+   * Returns the scheduler time it counted from (`NaN` when it did not arm).
+   */
+  protected arm(ms = this.timeoutMs): number {
+    if (this.done || this.cancelled || this.timeoutMs === Infinity) return Number.NaN;
     const now = this.scheduler.now();
     this.deadline = now + ms;
     // Only a deadline moved into the future ends the grace turn: re-arming one already due (a
@@ -58,6 +61,7 @@ export abstract class TimeoutSubscriber<T> extends OperatorSubscriber<T, T> {
     // that sends on every turn would never be judged.
     if (ms > 0) this.overdue = false;
     if (this.timer === undefined) this.schedule(ms);
+    return now;
   }
 
   /** Time left before the armed deadline, ms (`NaN` when disarmed). */

@@ -110,7 +110,7 @@ class BodySubscriber<T> extends OperatorSubscriber<T, T> {
  * that floods its socket with comments keeps the relay in such pauses nearly all the time. A
  * client or a budget holding the relay pauses it for longer.
  */
-export const SHORT_PAUSE_MS = 20;
+const SHORT_PAUSE_MS = 20;
 
 class EventIdleSubscriber<T> extends TimeoutSubscriber<T> {
   // The upstream's bytes may be in its socket when a late timer fires: read them before judging.
@@ -170,9 +170,11 @@ class EventIdleSubscriber<T> extends TimeoutSubscriber<T> {
     const isEvent = this.idle.isEvent;
     if (isEvent === undefined || isEvent(value)) {
       this.remaining = this.timeoutMs;
-      if (this.armed) this.arm();
-      // A pause in progress counts from the event on.
-      if (!Number.isNaN(this.pausedAt)) this.pausedAt = timerScheduler.now();
+      // A pause in progress counts from the event on (a disarmed clock restarts whole anyway).
+      if (this.armed) {
+        const now = this.arm();
+        if (!Number.isNaN(this.pausedAt)) this.pausedAt = now;
+      }
     }
     if (this.outstanding !== Infinity && this.outstanding > 0) this.outstanding--;
     this.update();
