@@ -109,6 +109,22 @@ describe('gateway retries', () => {
     expect(requests()).toBe(1);
   });
 
+  it("passes a 405 through with the upstream's Allow, which a 405 must carry", async () => {
+    const { gw } = await setup([json(405, { error: { message: 'use GET', type: 'invalid_request_error', code: null } }, { allow: 'GET, HEAD' })]);
+    const res = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', stream: true, messages: [] }) });
+    expect(res.status).toBe(405);
+    expect(res.headers.get('allow')).toBe('GET, HEAD');
+    expect(JSON.parse(await res.text())).toEqual({ error: { message: 'use GET', type: 'invalid_request_error', code: null } });
+  });
+
+  it('relays no Allow with an upstream error other than 405', async () => {
+    const { gw } = await setup([json(400, { error: { message: 'bad', type: 'invalid_request_error', code: null } }, { allow: 'GET' })]);
+    const res = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', stream: true, messages: [] }) });
+    expect(res.status).toBe(400);
+    expect(res.headers.get('allow')).toBeNull();
+    await res.text();
+  });
+
   it('gives up after maxAttempts on a persistent 503 and passes the last one through', async () => {
     const { gw, requests } = await setup([json(503, { error: { message: 'busy', type: 'server_error', code: null } })]);
     const res = await post(gw.url);

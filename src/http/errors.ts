@@ -11,6 +11,8 @@ export class UpstreamHttpError extends TidegateError {
     readonly body: string,
     readonly contentType: string | undefined,
     readonly retryAfterMs?: number,
+    /** A 405's `Allow` (RFC 9110 §15.5.6: a 405 carries one), relayed with it; else undefined. */
+    readonly allow?: string,
   ) {
     super('ERR_TIDEGATE_UPSTREAM_STATUS', `upstream answered HTTP ${status}`);
   }

@@ -70,10 +70,16 @@ export async function openUpstreamStream(request: UpstreamRequest): Promise<Upst
   }
   if (!response.ok) {
     const body = await call.errorBody(response).finally(() => call.release());
-    throw new UpstreamHttpError(response.status, body, contentType, retryAfterMs(response.headers.get('retry-after')));
+    throw upstreamHttpError(response, body, contentType);
   }
   const body = call.streamBody(response);
   return { response, body, bufferedBytes: () => call.bufferedBytes(), readsSized: () => call.readsSized() };
+}
+
+/** The error for a 4xx or 5xx answer: its status, body text, `Retry-After`, and a 405's `Allow`. */
+function upstreamHttpError(response: Response, body: string, contentType: string | undefined): UpstreamHttpError {
+  const allow = response.status === 405 ? (response.headers.get('allow') ?? undefined) : undefined;
+  return new UpstreamHttpError(response.status, body, contentType, retryAfterMs(response.headers.get('retry-after')), allow);
 }
 
 /**
@@ -111,7 +117,7 @@ export async function fetchUpstream(request: UpstreamRequest): Promise<UpstreamB
     const maxBytes = request.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
     const body = response.ok ? await call.readBody(response, maxBytes) : await call.readBody(response, Math.min(maxBytes, MAX_ERROR_BODY_BYTES), 'partial');
     if (!response.ok) {
-      throw new UpstreamHttpError(response.status, decodeBody(body, contentType), contentType, retryAfterMs(response.headers.get('retry-after')));
+      throw upstreamHttpError(response, decodeBody(body, contentType), contentType);
     }
     call.release(false);
     return { status: response.status, contentType, body };

@@ -141,6 +141,7 @@ export async function failBeforeHeaders(stream: StreamContext, err: unknown): Pr
     if (err instanceof UpstreamHttpError) {
       res.status(err.status);
       if (err.retryAfterMs !== undefined) res.setHeader('Retry-After', String(Math.ceil(err.retryAfterMs / 1000)));
+      if (err.allow !== undefined) res.setHeader('Allow', err.allow);
       // Written in the charset it was read in where Node writes it (a latin-1 page goes back byte
       // for byte), else in UTF-8 under a Content-Type that says so.
       const { bytes, contentType } = encodeBody(stream.redaction === undefined ? '' : stream.redaction.errors.json(err.body), err.contentType);
