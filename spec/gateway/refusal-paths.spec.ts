@@ -121,3 +121,24 @@ describe('a method a relay route does not answer', () => {
     expect(await refusals('method')).toBe(1);
   });
 });
+
+describe('a Responses retrieve of a response still streaming', () => {
+  it('gets 409, counted by reason response_in_progress and logged as refused', async () => {
+    tg = await startTestGateway({
+      sim: { tokensPerSecond: 2000, ttftMs: 1 },
+      config: { stream: { heartbeatMs: 0 }, retry: { maxAttempts: 1 } },
+      routes: [{ path: '/v1/responses', provider: 'openai', forwardHeaders, resume: true }],
+    });
+    const { url } = tg.gateway;
+    const running = await readSse(`${url}/v1/responses`, { body: { model: 'sim', input: 'hi', stream: true }, headers: { 'x-sim-tokens-per-second': '5' } });
+    await running.atLeast(1);
+    const id = (JSON.parse((running.events[0] as { data: string }).data) as { response: { id: string } }).response.id;
+    const retrieved = await fetch(`${url}/v1/responses/${id}`);
+    expect(retrieved.status).toBe(409);
+    expect(((await retrieved.json()) as { error: { code: string } }).error.code).toBe('ERR_TIDEGATE_RESPONSE_IN_PROGRESS');
+    await waitFor(() => lines('refused').length === 1, 2000);
+    expect(lines('refused')[0]).toMatchObject({ route: `/v1/responses/${id}`, method: 'GET', status: 409, errorCode: 'ERR_TIDEGATE_RESPONSE_IN_PROGRESS', reason: 'response_in_progress' });
+    expect(await refusals('response_in_progress')).toBe(1);
+    running.drop();
+  });
+});

@@ -27,7 +27,8 @@ export type RefusalReason =
   | 'shutdown'
   | 'resume_not_found'
   | 'resume_forbidden'
-  | 'resume_gap';
+  | 'resume_gap'
+  | 'response_in_progress';
 
 /**
  * Reasons that refuse a request for what it asks, not for the load: its connection stays open

@@ -117,7 +117,7 @@ export class GatewayMetrics {
     });
     this.admissionRefusals = new Counter({
       name: 'tidegate_admission_refusals_total',
-      help: 'Requests refused before the upstream was asked, by reason: connections, streams, client_streams, pipelining (503/429), body_too_large (413), body_timeout (408), body_encoding (415), body_too_deep (400), body_too_many_values (413), bad_request (400: no JSON object, no model id, a resume naming no event), media_type (415), method (405), shutdown (503 while draining), resume_not_found (404), resume_forbidden (403), resume_gap (410).',
+      help: 'Requests refused before the upstream was asked, by reason: connections, streams, client_streams, pipelining (503/429), body_too_large (413), body_timeout (408), body_encoding (415), body_too_deep (400), body_too_many_values (413), bad_request (400: no JSON object, no model id, a resume naming no event), media_type (415), method (405), shutdown (503 while draining), resume_not_found (404), resume_forbidden (403), resume_gap (410), response_in_progress (409: a Responses retrieve without stream=true while the response streams).',
       labelNames: ['reason'],
       registers: [registry],
     });

@@ -89,12 +89,14 @@ export class ResponseInProgressError extends TidegateError {
 /**
  * The `reason` a refused resume is counted and logged under (`tidegate_admission_refusals_total`,
  * the `refused` line): 404 `resume_not_found`, 403 `resume_forbidden`, 410 `resume_gap`, 400
- * `bad_request`. `undefined` for an error that is no refusal of the request (a store failure).
+ * `bad_request`, 409 `response_in_progress`. `undefined` for an error that is no refusal of the
+ * request (a store failure).
  */
 export function resumeRefusalReason(error: unknown): RefusalReason | undefined {
   if (error instanceof StreamNotFoundError) return 'resume_not_found';
   if (error instanceof ResumeForbiddenError) return 'resume_forbidden';
   if (error instanceof ResumeGapError) return 'resume_gap';
   if (error instanceof ResumeRequestError) return 'bad_request';
+  if (error instanceof ResponseInProgressError) return 'response_in_progress';
   return undefined;
 }
