@@ -52,7 +52,7 @@ export async function startGateway(config: GatewayConfig, options: Omit<GatewayD
     server = http.createServer({ ...expressServerOptions(app), ...serverTimeouts(config) }, app);
     server.on('connection', (socket: net.Socket) => app.gateway.admission.trackConnection(socket));
     deferContinue(server);
-    server.listen(config.port, config.host);
+    server.listen({ port: config.port, host: config.host, backlog: config.limits.backlog });
     await new Promise<void>((resolve, reject) => {
       server.once('listening', resolve);
       server.once('error', reject);

@@ -10,13 +10,15 @@ export interface AdmissionLimits {
   maxConnections: number;
   maxStreams: number;
   maxStreamsPerClient: number;
+  backlog: number;
   clientAddressHeader?: string | undefined;
   retryAfterSeconds: number;
 }
 
 /**
  * Admission defaults: 4 MiB bodies of at most 100000 JSON values within 30 s, headers within
- * 30 s, 10000 connections, 5000 streams, 100 per client, `Retry-After: 1`.
+ * 30 s, 10000 connections, 5000 streams, 100 per client, a listen backlog of 4096,
+ * `Retry-After: 1`.
  */
 export const DEFAULT_LIMITS: Readonly<Omit<AdmissionLimits, 'clientAddressHeader'>> = {
   maxRequestBodyBytes: 4 * 1024 * 1024,
@@ -26,6 +28,7 @@ export const DEFAULT_LIMITS: Readonly<Omit<AdmissionLimits, 'clientAddressHeader
   maxConnections: 10_000,
   maxStreams: 5_000,
   maxStreamsPerClient: 100,
+  backlog: 4096,
   retryAfterSeconds: 1,
 };
 
@@ -49,6 +52,14 @@ export const limitsSchema = z
     maxStreams: int(0).default(DEFAULT_LIMITS.maxStreams),
     /** Concurrent streams of one client (its credential's hash, else its address); past it 429 (0 = no cap). */
     maxStreamsPerClient: int(0).default(DEFAULT_LIMITS.maxStreamsPerClient),
+    /**
+     * Connections the kernel completes and holds for the gateway to accept (Node's `backlog` of
+     * `server.listen()`; Linux caps it at `net.core.somaxconn`). Past it the kernel drops a
+     * client's handshake, and the client waits out TCP's retransmission timer (1 s, then 2 s, 4 s
+     * …) before it is heard: a burst of arrivals faster than the event loop accepts them is
+     * queued here instead.
+     */
+    backlog: int(1).default(DEFAULT_LIMITS.backlog),
     /**
      * A header carrying the client's address set by a trusted proxy, e.g. `x-forwarded-for`;
      * its right-most entry is used. Absent (default): the header is ignored and the socket's
