@@ -45,6 +45,13 @@ describe('gateway config', () => {
     expect(() => loadConfig({ env: { TIDEGATE_OVERFLOW: 'terminate' }, overrides: { 'stream.overflow': 'drop' } })).not.toThrow(/TIDEGATE_OVERFLOW/);
   });
 
+  it('refuses the passthrough-only keys resumable and terminator on other providers', () => {
+    expect(() => parseConfig({ routes: [{ path: '/v1/chat/completions', provider: 'openai', resumable: true }] })).toThrow(/routes\.0\.resumable: passthrough routes only \(provider openai: use resume for resumable streams\)/);
+    expect(() => parseConfig({ routes: [{ path: '/v1/messages', provider: 'anthropic', terminator: { event: 'done' } }] })).toThrow(/routes\.0\.terminator: passthrough routes only/);
+    expect(parseConfig({ routes: [{ path: '/e', provider: 'passthrough', url: 'http://feed/sse', resumable: true, terminator: { data: '[DONE]' } }] }).routes?.[0]).toMatchObject({ resumable: true, terminator: { data: '[DONE]' } });
+    expect(parseConfig({ routes: [{ path: '/v1/chat/completions', provider: 'openai', resumable: false }] }).routes?.[0]?.resumable).toBe(false);
+  });
+
   it('refuses an upstream URL that is not http or https, naming the field and the value', () => {
     expect(() => parseConfig({ upstream: { url: 'localhost:11434' } })).toThrow(/upstream\.url: expected an http:\/\/ or https:\/\/ URL, got "localhost:11434"/);
     expect(() => parseConfig({ routes: [{ path: '/e', provider: 'passthrough', url: 'ftp://feed/sse' }] })).toThrow(/routes\.0\.url: expected an http/);

@@ -467,12 +467,21 @@ function isJsonObject(value: unknown): value is Record<string, unknown> {
 }
 
 /**
- * Refuses, with a {@link ConfigError}, a route without an upstream URL and a policy function
- * keyed by a path no route has (a typo there would leave the route unfiltered, silently).
+ * Refuses, with a {@link ConfigError}, a route without an upstream URL, two routes answering one
+ * method on one path (Express would serve the first, and the second never), and a policy
+ * function keyed by a path no route has (a typo there would leave the route unfiltered, silently).
  */
 function checkRoutes(routes: readonly ResolvedRoute[], policies: GatewayDeps['policies']): void {
   const missing = routes.find((r) => r.url === undefined);
   if (missing !== undefined) throw new ConfigError(`route ${missing.path}: no upstream URL (set upstream.url or the route's url)`);
+  routes.forEach((route, k) => {
+    const earlier = routes.slice(0, k).find((r) => r.path === route.path && r.methods.some((m) => route.methods.includes(m)));
+    if (earlier === undefined) return;
+    const both = route.methods.filter((m) => earlier.methods.includes(m)).join(', ');
+    throw new ConfigError(
+      `routes: two routes answer ${both} ${route.path} (${earlier.provider} and ${route.provider}); only the first would be served. Keep one (a --passthrough route on a default route's path needs a routes list without that default)`,
+    );
+  });
   const unknown = Object.keys(policies ?? {}).filter((path) => !routes.some((r) => r.path === path));
   if (unknown.length > 0) {
     throw new ConfigError(`policies for ${unknown.join(', ')}: no route has ${unknown.length === 1 ? 'that path' : 'those paths'} (routes: ${routes.map((r) => r.path).join(', ')})`);

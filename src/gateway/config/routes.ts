@@ -50,6 +50,10 @@ export const routeSchema = z.object({
   if (r.api !== undefined && API_SPECS[r.api].provider !== r.provider) {
     ctx.addIssue({ code: 'custom', path: ['api'], message: `api ${r.api} is served by provider ${API_SPECS[r.api].provider}, not ${r.provider}` });
   }
+  if (r.provider === 'passthrough') return;
+  // An openai or anthropic route would take them and ignore them: say so instead.
+  if (r.resumable) ctx.addIssue({ code: 'custom', path: ['resumable'], message: `passthrough routes only (provider ${r.provider}: use resume for resumable streams)` });
+  if (r.terminator !== undefined) ctx.addIssue({ code: 'custom', path: ['terminator'], message: `passthrough routes only (provider ${r.provider} ends its streams as its protocol does)` });
 });
 
 /** One configured route. */
