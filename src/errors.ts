@@ -76,7 +76,8 @@ export class ShutdownError extends TidegateError {
  * An SSE endpoint answered with something that is not a usable event stream
  * (`ERR_TIDEGATE_SSE_HTTP`): a status the client does not retry (4xx except 429), a 2xx with a
  * content type other than `text/event-stream`, or a retried status (429, 5xx) once attempts ran
- * out. `body` is the response text (capped by the client), `retryAfterMs` the parsed `Retry-After`.
+ * out. `body` is the response text (capped by the client), `retryAfterMs` the parsed `Retry-After`,
+ * `allow` a 405's `Allow` as received.
  */
 export class SseHttpError extends TidegateError {
   constructor(
@@ -84,6 +85,7 @@ export class SseHttpError extends TidegateError {
     readonly body: string,
     readonly contentType: string | undefined,
     readonly retryAfterMs?: number,
+    readonly allow?: string,
   ) {
     super('ERR_TIDEGATE_SSE_HTTP', `SSE endpoint answered HTTP ${status} (${contentType ?? 'no content type'})`);
   }

@@ -152,6 +152,36 @@ function echoing(req: http.IncomingMessage, res: http.ServerResponse): void {
       res.end(body);
       return;
     }
+    case 'status-405-header-echo':
+      // The key in the headers an error relays: its Content-Type's parameters and a 405's Allow.
+      res.writeHead(405, { 'content-type': `application/json; note="${auth}"`, allow: `POST, ${auth}, ${key}` });
+      res.end(JSON.stringify(protocol.httpError('use POST')));
+      return;
+    case 'non-stream-header-echo':
+      res.writeHead(200, { 'content-type': `application/json; note="${auth}"` });
+      res.end(JSON.stringify(protocol.nonStream('hello')));
+      return;
+    case 'status-401-utf16-as-utf8':
+      // UTF-16LE with its byte order mark, labelled UTF-8: a reader that follows the mark reads UTF-16.
+      res.writeHead(401, { 'content-type': 'application/json; charset=utf-8' });
+      res.end(Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(JSON.stringify(protocol.httpError(`bad key ${key}`)), 'utf16le')]));
+      return;
+    case 'status-401-utf16be-as-latin1':
+      res.writeHead(401, { 'content-type': 'application/json; charset=iso-8859-1' });
+      res.end(Buffer.from(JSON.stringify(protocol.httpError(`bad key ${key}`)), 'utf16le').swap16());
+      return;
+    case 'status-401-utf32-as-unknown': {
+      res.writeHead(401, { 'content-type': 'application/json; charset=x-bogus-7' });
+      const points = [...JSON.stringify(protocol.httpError(`bad key ${key}`))].map((c) => c.codePointAt(0) as number);
+      const body = Buffer.alloc(points.length * 4);
+      points.forEach((p, i) => body.writeUInt32LE(p, i * 4));
+      res.end(body);
+      return;
+    }
+    case 'non-stream-utf16-as-utf8':
+      res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' });
+      res.end(Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(JSON.stringify(protocol.nonStream(`you sent ${key}`)), 'utf16le')]));
+      return;
     case 'non-stream-utf16-nocharset':
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(Buffer.from(JSON.stringify(protocol.nonStream(`you sent ${key}`)), 'utf16le'));
@@ -327,6 +357,62 @@ describe('upstream details never reach a client', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('application/json; charset=utf-16le');
     expect(protocol.nonStreamText(JSON.parse(Buffer.from(await res.arrayBuffer()).toString('utf16le')))).toBe('you sent [redacted]');
+  });
+
+  /** Every reading of `bytes` a client might make: UTF-8, UTF-16 either way, UTF-32 either way, NULs dropped. */
+  function readings(bytes: Buffer): string[] {
+    const utf32 = (le: boolean): string => {
+      const out: string[] = [];
+      for (let at = 0; at + 4 <= bytes.length; at += 4) {
+        const p = le ? bytes.readUInt32LE(at) : bytes.readUInt32BE(at);
+        out.push(p <= 0x10ffff && (p < 0xd800 || p > 0xdfff) ? String.fromCodePoint(p) : '\ufffd');
+      }
+      return out.join('');
+    };
+    const even = Buffer.from(bytes.subarray(0, bytes.length & ~1));
+    const odd = Buffer.from(bytes.subarray(1, 1 + ((bytes.length - 1) & ~1)));
+    return [bytes.toString('utf8'), even.toString('utf16le'), Buffer.from(even).swap16().toString('utf16le'), odd.toString('utf16le'), utf32(true), utf32(false), bytes.filter((b) => b !== 0).toString()];
+  }
+
+  it.each(cases((_, p) => p.variants))("%s: the Content-Type and Allow an error relays are redacted, Allow kept to its methods (%s)", async (name, prefix) => {
+    const protocol = PROTOCOLS[name] as Protocol;
+    const res = await send(`${prefix}${protocol.path}`, 'status-405-header-echo', prefix !== '/nonstream');
+    expect(res.status).toBe(405);
+    const headers = JSON.stringify(Object.fromEntries(res.headers as unknown as Iterable<[string, string]>));
+    for (const canary of canaries) expect(headers).not.toContain(canary);
+    expect(res.headers.get('allow')).toBe('POST');
+    expect(res.headers.get('content-type')).toMatch(/^application\/json; note="[^"]*\[redacted\]"$/);
+    expect(protocol.httpErrorMessage(await res.json())).toBe('use POST');
+  });
+
+  it.each(cases((_, p) => (p.variants.includes('/nonstream') ? [p.path] : [])))("%s: a non-stream answer's Content-Type echoing the key is redacted", async (name) => {
+    const protocol = PROTOCOLS[name] as Protocol;
+    const res = await send(`/nonstream${protocol.path}`, 'non-stream-header-echo', false);
+    expect(res.status).toBe(200);
+    const headers = JSON.stringify(Object.fromEntries(res.headers as unknown as Iterable<[string, string]>));
+    for (const canary of canaries) expect(headers).not.toContain(canary);
+    expect(protocol.nonStreamText(await res.json())).toBe('hello');
+  });
+
+  it.each(cases((_, p) => p.variants))('%s: an error body in UTF-16 or UTF-32 under another charset is relayed with the key redacted in every reading (%s)', async (name, prefix) => {
+    const protocol = PROTOCOLS[name] as Protocol;
+    for (const mode of ['status-401-utf16-as-utf8', 'status-401-utf16be-as-latin1', 'status-401-utf32-as-unknown']) {
+      const res = await send(`${prefix}${protocol.path}`, mode, prefix !== '/nonstream');
+      expect(res.status).toBe(401);
+      const all = readings(Buffer.from(await res.arrayBuffer()));
+      for (const text of all) expect(text).not.toContain(KEY);
+      // Anthropic's upstream echoes the Basic credential the URL's userinfo makes: `Basic [redacted]`.
+      expect(all.some((text) => /bad key (?:Basic )?\[redacted\]/.test(text))).toBe(true);
+    }
+  });
+
+  it.each(cases((_, p) => (p.variants.includes('/nonstream') ? [p.path] : [])))('%s: a non-stream answer in UTF-16 labelled UTF-8 is relayed with the key redacted in every reading', async (name) => {
+    const protocol = PROTOCOLS[name] as Protocol;
+    const res = await send(`/nonstream${protocol.path}`, 'non-stream-utf16-as-utf8', false);
+    expect(res.status).toBe(200);
+    const all = readings(Buffer.from(await res.arrayBuffer()));
+    for (const text of all) expect(text).not.toContain(KEY);
+    expect(all.some((text) => /you sent (?:Basic )?\[redacted\]/.test(text))).toBe(true);
   });
 
   it.each(cases((_, p) => p.variants.filter((v) => v !== '/nonstream')))('%s: a mid-stream error frame echoing the key is relayed redacted (%s)', async (name, prefix) => {

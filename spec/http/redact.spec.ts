@@ -14,6 +14,19 @@ describe('Scrubber', () => {
     expect(scrubber.buffer(Buffer.from('data: sk-canary-123456\n\n')).toString()).toBe('data: [redacted]\n\n');
   });
 
+  it('wideBytes replaces a secret spelt in UTF-16 or UTF-32, at any offset, spelling the replacement alike', () => {
+    const clean = Buffer.from('plain sk-canary-123456 in UTF-8', 'utf8');
+    expect(scrubber.wideBytes(clean)).toBe(clean);
+    const utf16le = Buffer.concat([Buffer.from([0x7b]), Buffer.from('key sk-canary-123456, again sk-canary-123456', 'utf16le')]);
+    expect(scrubber.wideBytes(utf16le).subarray(1).toString('utf16le')).toBe('key [redacted], again [redacted]');
+    const utf16be = Buffer.from('key sk-canary-123456', 'utf16le').swap16();
+    expect(scrubber.wideBytes(utf16be).swap16().toString('utf16le')).toBe('key [redacted]');
+    const utf32le = Buffer.alloc(4 * 20);
+    [...'sk-canary-123456 end'].forEach((c, k) => utf32le.writeUInt32LE(c.codePointAt(0) as number, 4 * k));
+    const out = scrubber.wideBytes(utf32le);
+    expect(Array.from({ length: out.length / 4 }, (_, k) => String.fromCodePoint(out.readUInt32LE(4 * k))).join('')).toBe('[redacted] end');
+  });
+
   it('json finds a secret spelt with JSON escapes and keeps the JSON value otherwise', () => {
     const s = new Scrubber(['sk-secret-value', '10.0.0.5:8000']);
     const body = '{"error":{"message":"bad key \\u0073k-secret\\u002dvalue at http:\\/\\/10.0.0.5:8000\\/v1","note":"a \\"quote\\" and \\u00e9\\n"}}';

@@ -150,7 +150,8 @@ export class SseSession implements Subscription {
     }
     const retryable = status === 429 || (status >= 500 && status < 600);
     const retryAfter = retryable ? parseRetryAfter(response.headers.get('retry-after')) : undefined;
-    void response.text(this.options.maxErrorBodyBytes).then((text) => this.onErrorResponse(gen, new SseHttpError(status, text, contentType, retryAfter), retryable));
+    const allow = status === 405 ? (response.headers.get('allow') ?? undefined) : undefined;
+    void response.text(this.options.maxErrorBodyBytes).then((text) => this.onErrorResponse(gen, new SseHttpError(status, text, contentType, retryAfter, allow), retryable));
   }
 
   private onErrorResponse(gen: number, error: SseHttpError, retryable: boolean): void {

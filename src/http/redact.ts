@@ -37,6 +37,8 @@ export class Scrubber {
    * goes when `sk-…` is there too: whatever holds the first holds the second), one scan each.
    */
   private readonly buffers: readonly Buffer[];
+  /** {@link buffers} spelt in UTF-16 and UTF-32, with {@link REDACTED} spelt the same way; made on first use. */
+  private wide: readonly { secret: Buffer; replacement: Buffer }[] | undefined;
 
   constructor(secrets: Iterable<string | undefined>, minLength = MIN_SECRET_LENGTH) {
     const unique = new Set<string>();
@@ -81,12 +83,55 @@ export class Scrubber {
     return bytes;
   }
 
+  /**
+   * `bytes` itself when it holds no secret spelt in UTF-16LE, UTF-16BE, UTF-32LE or UTF-32BE (at
+   * any offset), else a copy with each replaced by {@link REDACTED} spelt the same way. For a
+   * body already scrubbed in the charset its `Content-Type` names, whose bytes may still be in
+   * another: a UTF-16 body labelled UTF-8 or ISO-8859-1, which a reader that follows its byte
+   * order mark, or drops its NULs, reads in clear. One `Buffer#indexOf` per secret and spelling.
+   */
+  wideBytes(bytes: Buffer): Buffer {
+    this.wide ??= this.buffers.flatMap((b) => wideSpellings(b.toString('utf8'), REDACTED));
+    let out = bytes;
+    for (const { secret, replacement } of this.wide) {
+      let at = out.indexOf(secret);
+      if (at === -1) continue;
+      const parts: Buffer[] = [];
+      let from = 0;
+      for (; at !== -1; at = out.indexOf(secret, from)) {
+        parts.push(out.subarray(from, at), replacement);
+        from = at + secret.length;
+      }
+      parts.push(out.subarray(from));
+      out = Buffer.concat(parts);
+    }
+    return out;
+  }
+
   /** A scrubber with this one's secrets and `more`'s (one of the two itself when the other has none). */
   with(more: Scrubber): Scrubber {
     if (!more.active) return this;
     if (!this.active) return more;
     return new Scrubber([...this.secrets, ...more.secrets], 1);
   }
+}
+
+/** `secret` and `replacement` in UTF-16LE, UTF-16BE, UTF-32LE and UTF-32BE, pairwise. */
+function wideSpellings(secret: string, replacement: string): { secret: Buffer; replacement: Buffer }[] {
+  const utf16le = (s: string): Buffer => Buffer.from(s, 'utf16le');
+  const utf16be = (s: string): Buffer => Buffer.from(s, 'utf16le').swap16();
+  const utf32 = (s: string, littleEndian: boolean): Buffer => {
+    const points = [...s].map((c) => c.codePointAt(0) as number);
+    const out = Buffer.alloc(points.length * 4);
+    points.forEach((p, k) => (littleEndian ? out.writeUInt32LE(p, k * 4) : out.writeUInt32BE(p, k * 4)));
+    return out;
+  };
+  return [
+    { secret: utf32(secret, true), replacement: utf32(replacement, true) },
+    { secret: utf32(secret, false), replacement: utf32(replacement, false) },
+    { secret: utf16le(secret), replacement: utf16le(replacement) },
+    { secret: utf16be(secret), replacement: utf16be(replacement) },
+  ];
 }
 
 /** A JSON escape: `\uXXXX` (with the low half of a surrogate pair after it, when there is one) or `\` and one character. */

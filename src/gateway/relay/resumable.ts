@@ -110,7 +110,7 @@ function mapError(err: unknown, route?: string, follow?: FollowRedirects): unkno
   if (err instanceof UpstreamRedirectError) return new UpstreamRedirectError(err.upstreamStatus, route, err.reason);
   // A 2xx that opened no stream (not `text/event-stream`, or not a 200): its body is no answer to relay.
   if (err instanceof SseHttpError && err.status >= 200 && err.status <= 299) return new UpstreamNotStreamError(err.status, err.contentType, route);
-  if (err instanceof SseHttpError) return new UpstreamHttpError(err.status, err.body, err.contentType, err.retryAfterMs);
+  if (err instanceof SseHttpError) return new UpstreamHttpError(err.status, err.body, err.contentType, err.retryAfterMs, err.allow);
   if (err instanceof SseConnectionError) {
     // Refused, unresolvable or unroutable on the last attempt: unreachable, as on every other route.
     const last = err.cause;

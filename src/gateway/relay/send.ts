@@ -127,6 +127,15 @@ function delivered(stream: StreamContext, result: StreamResult): void {
   });
 }
 
+/** The method tokens of an `Allow` value (RFC 9110 §10.2.1), joined with `, `; anything else dropped. */
+function methodList(allow: string): string {
+  return allow
+    .split(',')
+    .map((m) => m.trim())
+    .filter((m) => /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/.test(m))
+    .join(', ');
+}
+
 /**
  * A stream that failed before the bridge took it: nothing reached the client yet, so it gets an
  * HTTP error in the provider's shape (an upstream HTTP error is relayed with its status), unless
@@ -141,13 +150,17 @@ export async function failBeforeHeaders(stream: StreamContext, err: unknown): Pr
     if (err instanceof UpstreamHttpError) {
       res.status(err.status);
       if (err.retryAfterMs !== undefined) res.setHeader('Retry-After', String(Math.ceil(err.retryAfterMs / 1000)));
-      if (err.allow !== undefined) res.setHeader('Allow', err.allow);
+      // The upstream's own header values, scrubbed as its body is: an upstream may echo a key anywhere.
+      const scrub = stream.redaction?.errors;
+      const allow = scrub === undefined || err.allow === undefined ? '' : methodList(scrub.string(err.allow));
+      if (allow !== '') res.setHeader('Allow', allow);
       // Written in the charset it was read in where Node writes it (a latin-1 page goes back byte
       // for byte), else in UTF-8 under a Content-Type that says so.
-      const { bytes, contentType } = encodeBody(stream.redaction === undefined ? '' : stream.redaction.errors.json(err.body), err.contentType);
-      res.setHeader('Content-Type', contentType ?? 'application/json; charset=utf-8');
-      res.setHeader('Content-Length', bytes.length);
-      res.end(bytes);
+      const { bytes, contentType } = encodeBody(scrub === undefined ? '' : scrub.json(err.body), scrub === undefined ? undefined : err.contentType);
+      res.setHeader('Content-Type', contentType === undefined || scrub === undefined ? 'application/json; charset=utf-8' : scrub.string(contentType));
+      const body = scrub === undefined ? bytes : scrub.wideBytes(bytes);
+      res.setHeader('Content-Length', body.length);
+      res.end(body);
     } else stream.adapter.sendHttpError(res, err);
   } else if (!clientGone && stream.early?.committed === true) stream.early.fail(err, (e) => stream.adapter.formatError(e));
   // An upstream error body may be up to 64 KiB: held, and cut, as a whole answer is.

@@ -44,13 +44,18 @@ function sendWhole(stream: StreamContext, answer: UpstreamBody): Promise<void> {
 }
 
 /**
- * `answer`'s body with `keys` redacted, and its Content-Type: a UTF-8 body is scanned as bytes;
- * one in another charset is read in it, and only a body that had a key is written again
- * ({@link encodeBody}: in UTF-8, and labelled so, where Node cannot write its charset).
+ * `answer`'s body with `keys` redacted, and its Content-Type (redacted too): a UTF-8 body is
+ * scanned as bytes; one in another charset is read in it, and only a body that had a key is
+ * written again ({@link encodeBody}: in UTF-8, and labelled so, where Node cannot write its
+ * charset). Either way a key spelt in UTF-16 or UTF-32 is redacted too ({@link Scrubber.wideBytes}):
+ * the label may not be the body's charset.
  */
 function redacted(keys: Scrubber, answer: UpstreamBody): { bytes: Buffer; contentType: string | undefined } {
-  if (isUtf8Body(answer.contentType, answer.body)) return { bytes: keys.buffer(answer.body), contentType: answer.contentType };
+  const contentType = answer.contentType === undefined ? undefined : keys.string(answer.contentType);
+  if (isUtf8Body(answer.contentType, answer.body)) return { bytes: keys.wideBytes(keys.buffer(answer.body)), contentType };
   const text = decodeBody(answer.body, answer.contentType);
   const scrubbed = keys.string(text);
-  return scrubbed === text ? { bytes: answer.body, contentType: answer.contentType } : encodeBody(scrubbed, answer.contentType);
+  if (scrubbed === text) return { bytes: keys.wideBytes(answer.body), contentType };
+  const encoded = encodeBody(scrubbed, contentType);
+  return { bytes: keys.wideBytes(encoded.bytes), contentType: encoded.contentType };
 }
