@@ -74,4 +74,13 @@ describe('mergeQuery', () => {
     expect(merged.searchParams.getAll('a b')).toEqual(['1']);
     expect(merged.searchParams.getAll('c')).toEqual(['4']);
   });
+
+  it('drops a client key that differs from a configured one only in case', () => {
+    const merged = new URL(mergeQuery('http://u/p?token=secret&api-version=1', 'TOKEN=evil&Api-Version=2&Extra=x'));
+    expect([...merged.searchParams]).toEqual([
+      ['token', 'secret'],
+      ['api-version', '1'],
+      ['Extra', 'x'],
+    ]);
+  });
 });

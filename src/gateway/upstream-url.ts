@@ -9,7 +9,8 @@ import { BadRequestError } from './route-errors';
  * `url` plus the client's query parameters whose names the configured URL does not set. A
  * configured parameter wins: a client value for it is dropped, never appended as a second value
  * (`?model=a` configured, `?model=b&x=1` from the client → `?model=a&x=1`). Parameter names
- * compare exactly, as `URLSearchParams` does.
+ * compare case-insensitively: many servers (ASP.NET's among them) read `API-VERSION` or `KEY` as
+ * the configured `api-version` or `key`, so a client spelling must not add a second value.
  *
  * @param route the resolved route (`url` set).
  * @param req the client request; only `originalUrl` and `params.model` are read.
@@ -27,15 +28,15 @@ export function upstreamUrl(route: Pick<ResolvedRoute, 'provider' | 'api'> & { u
 
 /**
  * `base` with the parameters of `clientQuery` (without its `?`) appended, except those whose
- * name `base` already carries: configured keys keep their configured values (all of them, in
- * order); a client key new to `base` keeps all its client values, in order.
+ * name `base` already carries, case aside: configured keys keep their configured values (all of
+ * them, in order); a client key new to `base` keeps all its client values, in order.
  */
 export function mergeQuery(base: string, clientQuery: string): string {
   const url = new URL(base);
-  const configured = new Set(url.searchParams.keys());
+  const configured = new Set([...url.searchParams.keys()].map((k) => k.toLowerCase()));
   let added = false;
   for (const [k, v] of new URLSearchParams(clientQuery)) {
-    if (configured.has(k)) continue;
+    if (configured.has(k.toLowerCase())) continue;
     url.searchParams.append(k, v);
     added = true;
   }
