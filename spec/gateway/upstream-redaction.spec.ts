@@ -102,6 +102,14 @@ const PROTOCOLS: Record<string, Protocol> = {
   'resumable passthrough': sse('/resumable', { resumable: true }, ['/bytes']),
 };
 
+/** `text` in UTF-32, little- or big-endian. */
+function utf32(text: string, littleEndian: boolean): Buffer {
+  const points = [...text].map((c) => c.codePointAt(0) as number);
+  const out = Buffer.alloc(points.length * 4);
+  points.forEach((p, i) => (littleEndian ? out.writeUInt32LE(p, i * 4) : out.writeUInt32BE(p, i * 4)));
+  return out;
+}
+
 /** Resolved by the spec once its client read the first half of a key split across two events. */
 let firstHalfRead: Promise<void> = Promise.resolve();
 
@@ -144,14 +152,10 @@ function echoing(req: http.IncomingMessage, res: http.ServerResponse): void {
       res.writeHead(401, { 'content-type': 'application/json' });
       res.end(Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(JSON.stringify(protocol.httpError(`bad key ${key}`)), 'utf16le')]));
       return;
-    case 'status-401-utf32-nocharset': {
+    case 'status-401-utf32-nocharset':
       res.writeHead(401, { 'content-type': 'application/json' });
-      const points = [...JSON.stringify(protocol.httpError(`bad key ${key}`))].map((c) => c.codePointAt(0) as number);
-      const body = Buffer.alloc(points.length * 4);
-      points.forEach((p, i) => body.writeUInt32BE(p, i * 4));
-      res.end(body);
+      res.end(utf32(JSON.stringify(protocol.httpError(`bad key ${key}`)), false));
       return;
-    }
     case 'status-405-header-echo':
       // The key in the headers an error relays: its Content-Type's parameters and a 405's Allow.
       res.writeHead(405, { 'content-type': `application/json; note="${auth}"`, allow: `POST, ${auth}, ${key}` });
@@ -170,14 +174,10 @@ function echoing(req: http.IncomingMessage, res: http.ServerResponse): void {
       res.writeHead(401, { 'content-type': 'application/json; charset=iso-8859-1' });
       res.end(Buffer.from(JSON.stringify(protocol.httpError(`bad key ${key}`)), 'utf16le').swap16());
       return;
-    case 'status-401-utf32-as-unknown': {
+    case 'status-401-utf32-as-unknown':
       res.writeHead(401, { 'content-type': 'application/json; charset=x-bogus-7' });
-      const points = [...JSON.stringify(protocol.httpError(`bad key ${key}`))].map((c) => c.codePointAt(0) as number);
-      const body = Buffer.alloc(points.length * 4);
-      points.forEach((p, i) => body.writeUInt32LE(p, i * 4));
-      res.end(body);
+      res.end(utf32(JSON.stringify(protocol.httpError(`bad key ${key}`)), true));
       return;
-    }
     case 'non-stream-utf16-as-utf8':
       res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' });
       res.end(Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(JSON.stringify(protocol.nonStream(`you sent ${key}`)), 'utf16le')]));
