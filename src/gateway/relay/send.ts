@@ -5,6 +5,7 @@ import type { ByteBudget } from '../../flow/budget';
 import type { Flow } from '../../flow/flow';
 import { UpstreamHttpError } from '../../http/errors';
 import { encodeBody } from '../../http/body-charset';
+import type { Scrubber } from '../../http/redact';
 import { codeOf } from '../../express/error-shapes';
 import { kernelQueueBytes } from '../../http/socket-options';
 import type { KernelBytes, LiveStream, StreamSnapshot } from '../metrics';
@@ -137,6 +138,29 @@ function methodList(allow: string): string {
 }
 
 /**
+ * An upstream's HTTP error relayed: its status and `Retry-After`, and its body, `Content-Type` and
+ * a 405's `Allow` through `scrub` (an upstream may echo a key anywhere; without a scrubber none of
+ * the three is relayed). The body goes back in the charset it was read in where Node writes it (a
+ * latin-1 page byte for byte), else in UTF-8 under a `Content-Type` that says so.
+ */
+function sendUpstreamHttpError(res: StreamContext['res'], err: UpstreamHttpError, scrub: Scrubber | undefined): void {
+  res.status(err.status);
+  if (err.retryAfterMs !== undefined) res.setHeader('Retry-After', String(Math.ceil(err.retryAfterMs / 1000)));
+  let body: Buffer = Buffer.alloc(0);
+  let contentType: string | undefined;
+  if (scrub !== undefined) {
+    const allow = err.allow === undefined ? '' : methodList(scrub.string(err.allow));
+    if (allow !== '') res.setHeader('Allow', allow);
+    const encoded = encodeBody(scrub.json(err.body), err.contentType);
+    body = scrub.wideBytes(encoded.bytes);
+    contentType = encoded.contentType === undefined ? undefined : scrub.string(encoded.contentType);
+  }
+  res.setHeader('Content-Type', contentType ?? 'application/json; charset=utf-8');
+  res.setHeader('Content-Length', body.length);
+  res.end(body);
+}
+
+/**
  * A stream that failed before the bridge took it: nothing reached the client yet, so it gets an
  * HTTP error in the provider's shape (an upstream HTTP error is relayed with its status), unless
  * it already left. Resolves once that answer reached the client, or the client was cut (see
@@ -147,21 +171,8 @@ export async function failBeforeHeaders(stream: StreamContext, err: unknown): Pr
   const clientGone = err instanceof ClientClosedError || res.destroyed;
   const answered = !clientGone && !res.headersSent;
   if (answered) {
-    if (err instanceof UpstreamHttpError) {
-      res.status(err.status);
-      if (err.retryAfterMs !== undefined) res.setHeader('Retry-After', String(Math.ceil(err.retryAfterMs / 1000)));
-      // The upstream's own header values, scrubbed as its body is: an upstream may echo a key anywhere.
-      const scrub = stream.redaction?.errors;
-      const allow = scrub === undefined || err.allow === undefined ? '' : methodList(scrub.string(err.allow));
-      if (allow !== '') res.setHeader('Allow', allow);
-      // Written in the charset it was read in where Node writes it (a latin-1 page goes back byte
-      // for byte), else in UTF-8 under a Content-Type that says so.
-      const { bytes, contentType } = encodeBody(scrub === undefined ? '' : scrub.json(err.body), scrub === undefined ? undefined : err.contentType);
-      res.setHeader('Content-Type', contentType === undefined || scrub === undefined ? 'application/json; charset=utf-8' : scrub.string(contentType));
-      const body = scrub === undefined ? bytes : scrub.wideBytes(bytes);
-      res.setHeader('Content-Length', body.length);
-      res.end(body);
-    } else stream.adapter.sendHttpError(res, err);
+    if (err instanceof UpstreamHttpError) sendUpstreamHttpError(res, err, stream.redaction?.errors);
+    else stream.adapter.sendHttpError(res, err);
   } else if (!clientGone && stream.early?.committed === true) stream.early.fail(err, (e) => stream.adapter.formatError(e));
   // An upstream error body may be up to 64 KiB: held, and cut, as a whole answer is.
   const cut = answered ? await stream.wholeDelivered() : undefined;
