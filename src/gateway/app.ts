@@ -479,7 +479,7 @@ function checkRoutes(routes: readonly ResolvedRoute[], policies: GatewayDeps['po
     if (earlier === undefined) return;
     const both = route.methods.filter((m) => earlier.methods.includes(m)).join(', ');
     throw new ConfigError(
-      `routes: two routes answer ${both} ${route.path} (${earlier.provider} and ${route.provider}); only the first would be served. Keep one (a --passthrough route on a default route's path needs a routes list without that default)`,
+      `routes: two routes answer ${both} ${route.path} (${earlier.provider} and ${route.provider}); only the first would be served. Keep one: drop the other from routes, or, for a --passthrough on a default route's path, list routes without that default`,
     );
   });
   const unknown = Object.keys(policies ?? {}).filter((path) => !routes.some((r) => r.path === path));
