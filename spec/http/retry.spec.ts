@@ -80,4 +80,67 @@ describe('withRetries', () => {
     setTimeout(() => controller.abort(reason), 10);
     await expect(p).rejects.toBe(reason);
   });
+
+  it('ends a wait at once with the last error when stopRetries aborts, reporting no retry', async () => {
+    const stop = new AbortController();
+    const last = http(429, 10_000);
+    const notices: number[] = [];
+    let calls = 0;
+    const started = Date.now();
+    const p = withRetries(
+      () => {
+        calls++;
+        return Promise.reject(last);
+      },
+      {},
+      { stopRetries: stop.signal, onRetry: (n) => notices.push(n.attempt) },
+    );
+    setTimeout(() => stop.abort(new Error('draining')), 10);
+    await expect(p).rejects.toBe(last);
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(calls).toBe(1);
+    expect(notices).toEqual([]);
+  });
+
+  it('starts no retry once stopRetries has aborted', async () => {
+    const stop = new AbortController();
+    stop.abort(new Error('draining'));
+    let calls = 0;
+    await expect(
+      withRetries(
+        async () => {
+          calls++;
+          throw http(503);
+        },
+        { baseDelayMs: 1 },
+        { stopRetries: stop.signal },
+      ),
+    ).rejects.toBeInstanceOf(UpstreamHttpError);
+    expect(calls).toBe(1);
+  });
+
+  it('leaves no listener on either signal after a wait', async () => {
+    const signal = new AbortController().signal;
+    const stop = new AbortController().signal;
+    const added: string[] = [];
+    const removed: string[] = [];
+    for (const [name, s] of [['signal', signal], ['stop', stop]] as const) {
+      const add = s.addEventListener.bind(s);
+      const remove = s.removeEventListener.bind(s);
+      s.addEventListener = ((type: string, l: () => void, o?: AddEventListenerOptions) => (added.push(name), add(type, l, o))) as typeof s.addEventListener;
+      s.removeEventListener = ((type: string, l: () => void) => (removed.push(name), remove(type, l))) as typeof s.removeEventListener;
+    }
+    let calls = 0;
+    const value = await withRetries(
+      async () => {
+        if (++calls < 2) throw http(503);
+        return 'ok';
+      },
+      { baseDelayMs: 1 },
+      { signal, stopRetries: stop },
+    );
+    expect(value).toBe('ok');
+    expect(added.sort()).toEqual(['signal', 'stop']);
+    expect(removed.sort()).toEqual(['signal', 'stop']);
+  });
 });

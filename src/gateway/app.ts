@@ -60,7 +60,8 @@ export interface GatewayControl {
   readonly ready: boolean;
   /**
    * Stops taking new streams, cancels at once the resumable streams no reader reads (detached),
-   * lets running ones finish for `graceMs`, then ends the rest with
+   * answers at once a stream waiting to retry its upstream (with that upstream's last answer:
+   * no new attempt starts while draining), lets running ones finish for `graceMs`, then ends the rest with
    * `ERR_TIDEGATE_SHUTDOWN` (in each client's protocol) and resolves once all have ended.
    */
   drain(graceMs: number): Promise<void>;
@@ -107,6 +108,9 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
   const shutdown = new AbortController();
   // Every running stream listens for shutdown; the default limit of 10 would warn of a leak.
   setMaxListeners(0, shutdown.signal);
+  // Aborted as the drain starts: streams waiting to retry their upstream answer then (see RelayOptions.draining).
+  const draining = new AbortController();
+  setMaxListeners(0, draining.signal);
   const running = new Set<(reason: unknown) => void>();
   const idle: (() => void)[] = [];
   let ready = true;
@@ -350,6 +354,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
         metrics,
         policy: deps.policies?.[route.path],
         shutdown: shutdown.signal,
+        draining: draining.signal,
         register: (abort) => {
           running.add(abort);
           return () => running.delete(abort);
@@ -439,6 +444,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
     },
     async drain(graceMs: number) {
       ready = false;
+      draining.abort(new ShutdownError());
       playground?.close();
       for (const refuse of [...uploading]) refuse();
       // Detached streams (no reader) are not waited for: nobody would read what they produce.

@@ -91,38 +91,54 @@ function retryableStatus(status: number, retryStatuses: readonly number[]): bool
  * work that has not reached the client yet: the gateway wraps the call that ends at the
  * upstream's status line, so nothing after the first byte is ever retried.
  *
+ * `stopRetries` (the gateway's drain) starts no further attempt once aborted: a wait in progress
+ * ends at once and the last attempt's error is thrown, as if attempts had run out, so a client
+ * is not held through a shutdown's grace for a `Retry-After`. `onRetry` reports each new attempt
+ * as it starts, after its wait.
+ *
  * Errors: the last attempt's error; the signal's reason when aborted during a wait.
  */
 export async function withRetries<T>(
   attempt: (n: number) => Promise<T>,
   policy: RetryPolicy = {},
-  options: { signal?: AbortSignalLike | undefined; onRetry?: ((notice: RetryNotice) => void) | undefined; random?: (() => number) | undefined } = {},
+  options: {
+    signal?: AbortSignalLike | undefined;
+    stopRetries?: AbortSignalLike | undefined;
+    onRetry?: ((notice: RetryNotice) => void) | undefined;
+    random?: (() => number) | undefined;
+  } = {},
 ): Promise<T> {
   for (let n = 1; ; n++) {
     try {
       return await attempt(n);
     } catch (err) {
       if (options.signal?.aborted) throw options.signal.reason ?? err;
-      const delayMs = retryDelayMs(err, n, policy, options.random);
+      const delayMs = options.stopRetries?.aborted ? undefined : retryDelayMs(err, n, policy, options.random);
       if (delayMs === undefined) throw err;
+      if (!(await wait(delayMs, options.signal, options.stopRetries))) throw err;
       options.onRetry?.({ attempt: n + 1, error: err, delayMs });
-      await sleep(delayMs, options.signal);
     }
   }
 }
 
-function sleep(ms: number, signal: AbortSignalLike | undefined): Promise<void> {
+/**
+ * Waits `ms`: resolves `true` when it passed, `false` as soon as `stop` aborts; rejects with
+ * `signal`'s reason as soon as it aborts.
+ */
+function wait(ms: number, signal: AbortSignalLike | undefined, stop: AbortSignalLike | undefined): Promise<boolean> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
-    const onAbort = (): void => {
+    const settle = (outcome: () => void): void => {
       clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    const timer = setTimeout(() => {
       signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
+      stop?.removeEventListener('abort', onStop);
+      outcome();
+    };
+    const onAbort = (): void => settle(() => reject(signal?.reason));
+    const onStop = (): void => settle(() => resolve(false));
+    const timer = setTimeout(() => settle(() => resolve(true)), ms);
     signal?.addEventListener('abort', onAbort, { once: true });
+    stop?.addEventListener('abort', onStop, { once: true });
   });
 }
 

@@ -30,6 +30,8 @@ export interface StreamEnvironment {
   metrics: GatewayMetrics;
   /** Aborted (with a ShutdownError) when the shutdown grace period is over. */
   shutdown: AbortSignal;
+  /** Aborted when the drain starts: a stream waiting to retry its upstream then answers with the last attempt's error. */
+  draining?: AbortSignalLike | undefined;
   /** Called with the stream's abort function while it runs; the return value unregisters it. */
   register(abort: (reason: unknown) => void): () => void;
 }
@@ -138,10 +140,11 @@ export class StreamContext {
     this.env.metrics.upstreamRequests.inc({ route: this.env.route.path, outcome });
   }
 
-  /** Options of `withRetries` for this stream: its signal, and each retry counted by reason. */
-  retryOptions(): { signal: AbortSignalLike; onRetry(notice: RetryNotice): void } {
+  /** Options of `withRetries` for this stream: its signal, no retry once draining, and each retry counted by reason. */
+  retryOptions(): { signal: AbortSignalLike; stopRetries: AbortSignalLike | undefined; onRetry(notice: RetryNotice): void } {
     return {
       signal: this.signal,
+      stopRetries: this.env.draining,
       onRetry: ({ error }) => this.countRetry(error),
     };
   }

@@ -2,6 +2,7 @@ import type { Request, Response } from 'express';
 import { ByteBudget } from '../../flow/budget';
 import type { ProviderAdapter } from '../../providers/types';
 import { upstreamRedaction } from '../../http/redact';
+import type { AbortSignalLike } from '../../http/abort-signal-like';
 import type { ResolvedRoute } from '../config';
 import type { Logger } from '../logger';
 import type { GatewayMetrics } from '../metrics';
@@ -27,6 +28,11 @@ export interface RelayOptions {
   policy?: StreamPolicyFn | undefined;
   /** Aborted (with a ShutdownError) when the shutdown grace period is over. */
   shutdown: AbortSignal;
+  /**
+   * Aborted when the drain starts: from then on no stream starts another upstream attempt, and
+   * one waiting out a backoff or `Retry-After` answers at once with its last attempt's error.
+   */
+  draining?: AbortSignalLike | undefined;
   /** Called with the stream's abort function while it runs; the return value unregisters it. */
   register(abort: (reason: unknown) => void): () => void;
   /** The gateway's resume side; with it, a route with `resume` shares each stream for later readers. */
