@@ -50,6 +50,11 @@ export interface ChainOptions {
  * credential scrub → `limitRate` → user policy → overflow buffer (`terminate` only) → the provider's wire frames.
  */
 export function policyChain(adapted: Flow<GatewayEvent>, o: ChainOptions): Flow<BridgeElement> {
+  const { policy } = o.route;
+  if (!o.scrubber.active && policy.limitRate <= 0 && o.policy === undefined && policy.overflow !== 'terminate') {
+    // Nothing between the tap and the wire frames: one operator does both (one subscriber less per stream).
+    return adapted.pipe(operator<GatewayEvent, BridgeElement>((actual, context) => new ObserveWireSubscriber(actual, context, o)));
+  }
   let events: Flow<GatewayEvent> = adapted.pipe(operator<GatewayEvent, GatewayEvent>((actual, context) => new ObserveSubscriber(actual, context, o)));
   if (o.scrubber.active) events = events.pipe(scrubEvents(o.scrubber));
   if (o.route.policy.limitRate > 0) events = events.pipe(limitRate<GatewayEvent>(o.route.policy.limitRate));
@@ -60,7 +65,7 @@ export function policyChain(adapted: Flow<GatewayEvent>, o: ChainOptions): Flow<
   return events.pipe(map((e: GatewayEvent): BridgeElement => e.wire));
 }
 
-/** Records the first token's time and the usage the provider reported. */
+/** Records the first token's time and the usage the provider reported (see {@link observe}). */
 class ObserveSubscriber extends OperatorSubscriber<GatewayEvent, GatewayEvent> {
   private seenToken = false;
 
@@ -73,17 +78,39 @@ class ObserveSubscriber extends OperatorSubscriber<GatewayEvent, GatewayEvent> {
   }
 
   onNext(e: GatewayEvent): void {
-    if ((e.type === 'delta' || (e.type === 'frames' && e.delta)) && !this.seenToken) {
-      this.seenToken = true;
-      this.o.onFirstToken();
-    }
-    const u = e.type === 'usage' || e.type === 'delta' || e.type === 'frames' || e.type === 'done' ? e.usage : undefined;
-    if (u) {
-      if (u.inputTokens !== undefined) this.o.usage.inputTokens = u.inputTokens;
-      if (u.outputTokens !== undefined) this.o.usage.outputTokens = u.outputTokens;
-    }
+    if (observe(e, this.o, this.seenToken)) this.seenToken = true;
     this.actual.onNext(e);
   }
+}
+
+/** {@link ObserveSubscriber} and the wire frames in one: for a chain with nothing between them. */
+class ObserveWireSubscriber extends OperatorSubscriber<GatewayEvent, BridgeElement> {
+  private seenToken = false;
+
+  constructor(
+    actual: Subscriber<BridgeElement>,
+    context: FlowContext,
+    private readonly o: ChainOptions,
+  ) {
+    super(actual, context);
+  }
+
+  onNext(e: GatewayEvent): void {
+    if (observe(e, this.o, this.seenToken)) this.seenToken = true;
+    this.actual.onNext(e.wire);
+  }
+}
+
+/** Records the usage `e` reports and, at the first token (`seenToken` false), its time; true when `e` holds a token. */
+function observe(e: GatewayEvent, o: ChainOptions, seenToken: boolean): boolean {
+  const token = e.type === 'delta' || (e.type === 'frames' && e.delta);
+  if (token && !seenToken) o.onFirstToken();
+  const u = e.type === 'usage' || e.type === 'delta' || e.type === 'frames' || e.type === 'done' ? e.usage : undefined;
+  if (u) {
+    if (u.inputTokens !== undefined) o.usage.inputTokens = u.inputTokens;
+    if (u.outputTokens !== undefined) o.usage.outputTokens = u.outputTokens;
+  }
+  return token === true;
 }
 
 /** Encoded size of an event's wire frame, bytes (close to what the bridge will write). */

@@ -97,14 +97,17 @@ async function relayStream(stream: StreamContext, req: Request, res: Response, o
     req.body = undefined;
     return relayWhole(stream, request);
   }
-  stream.early = scheduleEarlyCommit(res, { afterMs: route.policy.earlyCommitMs, heartbeatMs: route.policy.heartbeatMs, headers: { 'X-Tidegate-Stream-Id': stream.streamId } });
+  // Off (0, the default): no commit to schedule, nothing to stop.
+  if (route.policy.earlyCommitMs > 0) {
+    stream.early = scheduleEarlyCommit(res, { afterMs: route.policy.earlyCommitMs, heartbeatMs: route.policy.heartbeatMs, headers: { 'X-Tidegate-Stream-Id': stream.streamId } });
+  }
 
   const budget = new ByteBudget(route.policy.maxBufferedBytes);
-  const { events, ...opened } = await openStream(stream, request, plan, budget);
+  const opened = await openStream(stream, request, plan, budget);
   // The upstream call was built from the client's JSON body and sent: only a policy (given the
   // request) may read it again.
   if (options.policy === undefined) req.body = undefined;
-  const flow = policyChain(events, {
+  const flow = policyChain(opened.events, {
     route,
     budget,
     scrubber: redaction.keys,
@@ -114,7 +117,8 @@ async function relayStream(stream: StreamContext, req: Request, res: Response, o
     usage: stream.usage,
     onFirstToken: () => stream.firstToken(),
   });
-  if (route.resume === undefined || options.resume === undefined) return sendToClient(stream, { flow, budget, ...opened });
+  // Fields named, not `{ flow, budget, ...opened }`: V8 copies a spread after other properties on its slow path.
+  if (route.resume === undefined || options.resume === undefined) return sendToClient(stream, { flow, budget, plan: opened.plan, admission: opened.admission, reader: opened.reader });
   // Resumable: the first client reads the shared stream like any later one; the stream (and
   // this request's lifetime: its timeouts, the shutdown) lasts until no reader comes back.
   const shared = options.resume.share(stream.streamId, flow, { ...route, resume: route.resume }, req, { isKeepAlive: options.adapter.isKeepAlive, aliasOf: options.adapter.resumeAliasOf });
@@ -124,7 +128,7 @@ async function relayStream(stream: StreamContext, req: Request, res: Response, o
   if (stream.signal.aborted) onAbort();
   stream.signal.addEventListener('abort', onAbort);
   try {
-    await sendToClient(stream, { flow: shared.reader, budget, ...opened });
+    await sendToClient(stream, { flow: shared.reader, budget, plan: opened.plan, admission: opened.admission, reader: opened.reader });
     shared.cancelIfUnread();
     await shared.done;
   } finally {
