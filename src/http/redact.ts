@@ -27,37 +27,33 @@ export class Scrubber {
   /** The secrets as given (of at least the minimum length). */
   private readonly secrets: readonly string[];
   /**
-   * Each secret and its spelling inside a JSON string (`JSON.stringify`'s: a quote, a backslash,
-   * a control character or a lone surrogate is escaped there), longest first, so a secret that
-   * contains another is replaced whole (`127.0.0.1:8080` before `127.0.0.1`).
+   * What the methods scan for ({@link Spellings}), made on first use: a stream's error scrubber
+   * (its credentials and its upstream URL's parts) is read only if the stream fails.
    */
-  private readonly strings: readonly string[];
-  /**
-   * What {@link buffer} scans for: the secrets none of which contains another (`Bearer sk-…`
-   * goes when `sk-…` is there too: whatever holds the first holds the second), one scan each.
-   */
-  private readonly buffers: readonly Buffer[];
-  /** {@link buffers} spelt in UTF-16 and UTF-32, with {@link REDACTED} spelt the same way; made on first use. */
+  private spellings: Spellings | undefined;
+  /** {@link Spellings.buffers} spelt in UTF-16 and UTF-32, with {@link REDACTED} spelt the same way; made on first use. */
   private wide: readonly { secret: Buffer; replacement: Buffer }[] | undefined;
 
   constructor(secrets: Iterable<string | undefined>, minLength = MIN_SECRET_LENGTH) {
     const unique = new Set<string>();
     for (const s of secrets) if (s !== undefined && s.length >= minLength) unique.add(s);
     this.secrets = [...unique];
-    const spellings = new Set(unique);
-    for (const secret of unique) spellings.add(JSON.stringify(secret).slice(1, -1));
-    this.strings = [...spellings].sort((a, b) => b.length - a.length);
-    this.buffers = this.strings.filter((s) => !this.strings.some((other) => other !== s && s.includes(other))).map((s) => Buffer.from(s));
   }
 
   /** True when there is at least one secret to scrub. */
   get active(): boolean {
-    return this.strings.length > 0;
+    return this.secrets.length > 0;
+  }
+
+  /** The {@link Spellings} of the secrets (made once). */
+  private get spelled(): Spellings {
+    return (this.spellings ??= spellingsOf(this.secrets));
   }
 
   /** `text` with every secret replaced. */
   string(text: string): string {
-    for (const secret of this.strings) if (text.includes(secret)) text = text.split(secret).join(REDACTED);
+    if (this.secrets.length === 0) return text;
+    for (const secret of this.spelled.strings) if (text.includes(secret)) text = text.split(secret).join(REDACTED);
     return text;
   }
 
@@ -77,8 +73,10 @@ export class Scrubber {
 
   /** `bytes` itself when it holds no secret (one `Buffer#indexOf` per secret), else a copy with each replaced. */
   buffer(bytes: Buffer): Buffer {
-    for (let k = 0; k < this.buffers.length; k++) {
-      if (bytes.indexOf(this.buffers[k]) !== -1) return Buffer.from(this.string(bytes.toString('utf8')));
+    if (this.secrets.length === 0) return bytes;
+    const { buffers } = this.spelled;
+    for (let k = 0; k < buffers.length; k++) {
+      if (bytes.indexOf(buffers[k]) !== -1) return Buffer.from(this.string(bytes.toString('utf8')));
     }
     return bytes;
   }
@@ -91,7 +89,7 @@ export class Scrubber {
    * order mark, or drops its NULs, reads in clear. One `Buffer#indexOf` per secret and spelling.
    */
   wideBytes(bytes: Buffer): Buffer {
-    this.wide ??= this.buffers.flatMap((b) => wideSpellings(b.toString('utf8'), REDACTED));
+    this.wide ??= this.spelled.buffers.flatMap((b) => wideSpellings(b.toString('utf8'), REDACTED));
     let out = bytes;
     for (const { secret, replacement } of this.wide) {
       let at = out.indexOf(secret);
@@ -114,6 +112,30 @@ export class Scrubber {
     if (!this.active) return more;
     return new Scrubber([...this.secrets, ...more.secrets], 1);
   }
+}
+
+/** What a {@link Scrubber} scans for. */
+interface Spellings {
+  /**
+   * Each secret and its spelling inside a JSON string (`JSON.stringify`'s: a quote, a backslash,
+   * a control character or a lone surrogate is escaped there), longest first, so a secret that
+   * contains another is replaced whole (`127.0.0.1:8080` before `127.0.0.1`).
+   */
+  readonly strings: readonly string[];
+  /**
+   * What `Scrubber#buffer` scans for: the strings none of which contains another (`Bearer sk-…`
+   * goes when `sk-…` is there too: whatever holds the first holds the second), one scan each.
+   */
+  readonly buffers: readonly Buffer[];
+}
+
+/** The {@link Spellings} of `secrets`. */
+function spellingsOf(secrets: readonly string[]): Spellings {
+  const spellings = new Set(secrets);
+  for (const secret of secrets) spellings.add(JSON.stringify(secret).slice(1, -1));
+  const strings = [...spellings].sort((a, b) => b.length - a.length);
+  const buffers = strings.filter((s) => !strings.some((other) => other !== s && s.includes(other))).map((s) => Buffer.from(s));
+  return { strings, buffers };
 }
 
 /** `secret` and `replacement` in UTF-16LE, UTF-16BE, UTF-32LE and UTF-32BE, pairwise. */
