@@ -16,9 +16,11 @@ interface Answer {
   body: string;
 }
 
-function ask(port: number, path: string, body: string): Promise<Answer> {
+/** A POST of `body` (JSON), or a GET without one. */
+function ask(port: number, path: string, body: string | undefined): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ method: 'POST', host: '127.0.0.1', port, path, agent: false, headers: { 'content-type': 'application/json' } }, (res) => {
+    const request = body === undefined ? { method: 'GET' } : { method: 'POST', headers: { 'content-type': 'application/json' } };
+    const req = http.request({ ...request, host: '127.0.0.1', port, path, agent: false }, (res) => {
       let text = '';
       res.setEncoding('utf8');
       res.on('data', (c: string) => (text += c));
@@ -29,7 +31,14 @@ function ask(port: number, path: string, body: string): Promise<Answer> {
   });
 }
 
-describe('a stream waiting to retry its upstream at shutdown', () => {
+const CHAT = { path: '/v1/chat/completions', body: JSON.stringify({ model: 'm', stream: true, messages: [] }) };
+// A resumable passthrough route opens its upstream through connectSse, with its own backoff.
+const ROUTES = [
+  { name: 'an OpenAI route', routes: undefined, ...CHAT },
+  { name: 'a resumable passthrough route', routes: [{ path: '/events', provider: 'passthrough', resumable: true }], path: '/events', body: undefined },
+];
+
+describe.each(ROUTES)('a stream waiting to retry its upstream at shutdown, on $name', ({ routes, path, body }) => {
   let upstream: http.Server;
   let requests = 0;
   let gw: RunningGateway;
@@ -46,7 +55,7 @@ describe('a stream waiting to retry its upstream at shutdown', () => {
     await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
     const url = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
     logs = new CaptureTransport();
-    gw = await startGateway(parseConfig({ port: 0, upstream: { url } }), { logger: createLogger({ transports: [logs] }) });
+    gw = await startGateway(parseConfig({ port: 0, upstream: { url }, ...(routes === undefined ? {} : { routes }) }), { logger: createLogger({ transports: [logs] }) });
   });
   afterEach(async () => {
     await gw.close();
@@ -54,7 +63,7 @@ describe('a stream waiting to retry its upstream at shutdown', () => {
   });
 
   it("gets the upstream's 429 with its Retry-After as the drain starts, not after the grace", async () => {
-    const answer = ask(gw.port, '/v1/chat/completions', JSON.stringify({ model: 'm', stream: true, messages: [] }));
+    const answer = ask(gw.port, path, body);
     // The first attempt got its 429; the stream now waits 20 s for the second.
     await waitFor(() => requests === 1 && gw.app.gateway.activeStreams === 1);
     const started = Date.now();
@@ -69,11 +78,14 @@ describe('a stream waiting to retry its upstream at shutdown', () => {
     expect(requests).toBe(1);
     const line = logs.lines.find((l) => l.message === 'stream');
     expect(line).toMatchObject({ status: 429, upstreamStatus: 429, attempts: 1 });
+    // The second attempt never ran: no retry is counted.
+    const metrics = await gw.app.gateway.metrics.registry.metrics();
+    expect(metrics).not.toMatch(/^tidegate_upstream_retries_total\{[^}]*\} [1-9]/m);
   });
 
   it('is retried as before while the gateway is not draining', async () => {
     // The control: without a drain, the same request waits for its second attempt.
-    const answer = ask(gw.port, '/v1/chat/completions', JSON.stringify({ model: 'm', stream: true, messages: [] }));
+    const answer = ask(gw.port, path, body);
     await waitFor(() => requests === 1 && gw.app.gateway.activeStreams === 1);
     let settled = false;
     void answer.then(() => (settled = true));

@@ -35,6 +35,14 @@ export interface ConnectSseOptions {
   body?: string | Uint8Array<ArrayBuffer> | undefined;
   /** Aborting it ends the flow with `error(signal.reason)` and releases the connection. An `AbortSignal`, or anything with its `aborted`, `reason` and `'abort'` listeners. */
   signal?: AbortSignalLike | undefined;
+  /**
+   * Aborting it starts no further connection (default: none): a reconnect wait in progress ends
+   * at once, and the flow fails with the last failed connection's error, as when `maxAttempts`
+   * ran out (`SseHttpError` with its status and `retryAfterMs`, `TimeoutError`, else an
+   * `SseConnectionError` with the failure as `cause`). A connection already open is not touched.
+   * E.g. a server's drain: a stream waiting out a long `Retry-After` answers now.
+   */
+  stopReconnects?: AbortSignalLike | undefined;
   /** The `Last-Event-ID` of the first request, e.g. forwarded from a resuming downstream client. */
   lastEventId?: string | undefined;
   /** Reconnect after a network error, an idle timeout or an EOF (default `true`). `false`: EOF completes, errors fail. */
@@ -139,6 +147,7 @@ export interface ResolvedSseOptions {
   headers: Record<string, string>;
   body: string | Uint8Array<ArrayBuffer> | undefined;
   signal: AbortSignalLike | undefined;
+  stopReconnects: AbortSignalLike | undefined;
   lastEventId: string;
   reconnect: boolean;
   maxAttempts: number;
@@ -208,6 +217,7 @@ export function resolveOptions(url: string | URL, options: ConnectSseOptions): R
     headers: { ...options.headers },
     body: options.body,
     signal: options.signal,
+    stopReconnects: options.stopReconnects,
     lastEventId,
     reconnect: options.reconnect ?? true,
     maxAttempts,

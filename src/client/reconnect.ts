@@ -53,6 +53,11 @@ export class Reconnection {
     if (id !== null && /^[0-9a-f]{32}$/.test(id)) this.tidegateStreamId = id;
   }
 
+  /** The error a stream ends with when `stopReconnects` ends its wait after `error` (undefined: an EOF): as if attempts ran out. */
+  stoppedError(error: unknown): unknown {
+    return finalError(error, this.failures);
+  }
+
   /** The server sent `retry:` (ms): the stream's reconnection time from now on, at most `maxRetryMs`. */
   onRetry(ms: number): void {
     this.serverRetryMs = Math.min(ms, this.options.maxRetryMs);
@@ -71,7 +76,7 @@ export class Reconnection {
   onFailure(error: unknown, retryAfterMs: number | undefined): ReconnectStep {
     this.failures++;
     const attempt = this.failures;
-    if (!this.options.reconnect || attempt >= this.options.maxAttempts) return { retry: false, error: finalError(error, attempt) };
+    if (!this.options.reconnect || attempt >= this.options.maxAttempts || this.options.stopReconnects?.aborted) return { retry: false, error: finalError(error, attempt) };
     if (this.reconnects >= this.options.maxReconnects) return { retry: false, error: budgetSpentError(error, attempt, this.options.maxReconnects) };
     this.reconnects++;
     const delayMs = this.options.backoffGrowth === 'reconnects' ? this.growingDelayMs(retryAfterMs) : this.delayMs(attempt, retryAfterMs);

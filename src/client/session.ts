@@ -46,6 +46,11 @@ export class SseSession implements Subscription {
   private readonly reconnection: Reconnection;
   private connections = 0;
   private readonly onAbort = (): void => this.finish(true, this.options.signal?.reason);
+  /** The failure a reconnect wait follows (undefined: an EOF), for `stopReconnects`. */
+  private waitingAfter: unknown;
+  private readonly onStop = (): void => {
+    if (this.state === 'waiting') this.finish(true, this.reconnection.stoppedError(this.waitingAfter));
+  };
 
   /** Called once when the session ends, after the downstream was signalled (or the signal was kept). */
   onTerminate: ((failed: boolean, error: unknown) => void) | undefined;
@@ -87,6 +92,7 @@ export class SseSession implements Subscription {
       return;
     }
     signal?.addEventListener('abort', this.onAbort, { once: true });
+    this.options.stopReconnects?.addEventListener('abort', this.onStop, { once: true });
     this.connect();
   }
 
@@ -257,6 +263,7 @@ export class SseSession implements Subscription {
     }
     const { attempt, delayMs } = step;
     this.state = 'waiting';
+    this.waitingAfter = error;
     const reason = error ?? new SseConnectionError('the stream ended before a terminal event', attempt);
     try {
       this.options.onReconnect?.({ attempt, delayMs, error: reason, lastEventId: this.lastEventId });
@@ -374,6 +381,7 @@ export class SseSession implements Subscription {
       this.backoffTimer = undefined;
     }
     this.options.signal?.removeEventListener('abort', this.onAbort);
+    this.options.stopReconnects?.removeEventListener('abort', this.onStop);
   }
 
   /** Ends the session; `drain`: after a terminal event, let the response end on its own (see {@link drainConnection}). */

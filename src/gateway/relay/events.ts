@@ -137,6 +137,8 @@ async function resumableEvents(stream: StreamContext, request: UpstreamRequest, 
     headers: withoutLastEventId(request.headers ?? {}),
     body: request.body,
     signal: stream.signal,
+    // As withRetries' stopRetries on the other routes: the drain starts no new first attempt.
+    stopBeforeOpen: stream.env.draining,
     lastEventId: String(stream.req.headers['last-event-id'] ?? ''),
     maxAttempts: route.retry.maxAttempts,
     maxReconnects: route.retry.maxReconnects,

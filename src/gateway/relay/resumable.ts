@@ -14,6 +14,13 @@ export interface ResumableRequest {
   headers: Record<string, string>;
   body?: string | Buffer;
   signal: AbortSignalLike;
+  /**
+   * The gateway's drain: aborted before a connection answered, no further attempt starts, a
+   * backoff or `Retry-After` wait in progress ends at once, and the promise rejects with the last
+   * attempt's error, as when attempts ran out. Once a connection answered it is no longer watched:
+   * a dropped upstream is reconnected through the drain's grace.
+   */
+  stopBeforeOpen?: AbortSignalLike | undefined;
   /** The client's `Last-Event-ID`, sent on the first upstream request. */
   lastEventId: string;
   /** Failed connections in a row before giving up. */
@@ -46,7 +53,12 @@ export interface ResumableRequest {
   isTerminal?: (event: SseEvent) => boolean;
   /** Each connection that answered a streaming 2xx (the first, then each reconnect's). */
   onOpen?: (() => void) | undefined;
-  /** Each failed attempt that is followed by another (`connectSse`'s `onReconnect`); the last failure rejects or errors the flow instead. */
+  /**
+   * Each failed attempt that is followed by another (`connectSse`'s `onReconnect`); the last
+   * failure rejects or errors the flow instead. Before the first connection answered, it is
+   * called once the attempt it waited for ran: one the drain stopped (`stopBeforeOpen`) is not
+   * reported, since the upstream never got it.
+   */
   onReconnect?: ((error: unknown) => void) | undefined;
 }
 
@@ -66,12 +78,35 @@ export interface ResumableRequest {
 export function openResumableStream(request: ResumableRequest): Promise<Flow<SseEvent>> {
   return new Promise((resolve, reject) => {
     const handoff = new Handoff();
+    const drain = request.stopBeforeOpen;
+    const stop = drain === undefined ? undefined : new AbortController();
+    // Until the first connection answered, a failure's reconnect is reported once the attempt it
+    // scheduled ran (it answered, failed, or its failure ends the stream), and not at all when the
+    // drain ended the wait before it: `onReconnect` counts requests the upstream got.
+    let pending: (() => void) | undefined;
+    let stopping = false;
+    const flush = (): void => {
+      const report = pending;
+      pending = undefined;
+      report?.();
+    };
+    const onDrain = (): void => {
+      stopping = true;
+      // A session waiting to reconnect ends here and then (connectSse's stopReconnects).
+      stop?.abort(drain?.reason);
+      stopping = false;
+    };
+    const unwatch = (): void => drain?.removeEventListener('abort', onDrain);
+    if (drain?.aborted) onDrain();
+    else drain?.addEventListener('abort', onDrain, { once: true });
     const body = request.body === undefined ? undefined : typeof request.body === 'string' ? request.body : new Uint8Array(request.body);
+    let opened = false;
     const flow = connectSse(request.url, {
       method: request.method,
       headers: request.headers,
       body,
       signal: request.signal,
+      stopReconnects: stop?.signal,
       lastEventId: request.lastEventId,
       maxAttempts: request.maxAttempts,
       maxReconnects: request.maxReconnects,
@@ -93,13 +128,27 @@ export function openResumableStream(request: ResumableRequest): Promise<Flow<Sse
       attachHeld: request.attachHeld,
       isTerminal: request.isTerminal,
       onOpen: () => {
+        flush();
+        if (opened) return request.onOpen?.();
+        opened = true;
+        unwatch();
         handoff.onEarlyError = undefined; // from now on errors go to the subscriber of the flow
         request.onOpen?.();
         resolve(handoff.flow);
       },
-      onReconnect: request.onReconnect === undefined ? undefined : ({ error }) => request.onReconnect?.(mapError(error, request.route, request.followRedirects)),
+      onReconnect: ({ error }) => {
+        const report = (): void => request.onReconnect?.(mapError(error, request.route, request.followRedirects));
+        if (opened) return report();
+        flush();
+        pending = report;
+      },
     });
-    handoff.onEarlyError = (err) => reject(mapError(err, request.route, request.followRedirects));
+    handoff.onEarlyError = (err) => {
+      unwatch();
+      if (stopping) pending = undefined;
+      else flush();
+      reject(mapError(err, request.route, request.followRedirects));
+    };
     flow.subscribeWith(handoff);
   });
 }
