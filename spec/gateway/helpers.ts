@@ -1,3 +1,4 @@
+import http from 'node:http';
 import Transport from 'winston-transport';
 import { parseConfig } from '../../src/gateway/config';
 import { createLogger } from '../../src/gateway/logger';
@@ -72,4 +73,25 @@ export function parsePrometheus(text: string): Map<string, number> {
     out.set(`${m[1]}${m[2] ?? ''}`, Number(m[3]));
   }
   return out;
+}
+
+/** A whole HTTP answer as {@link ask} read it. */
+export interface Answer {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+/** One request on a connection of its own, read to its end; a `body` goes as JSON. */
+export function ask(port: number, method: string, path: string, body?: string, headers: Record<string, string> = {}): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ method, host: '127.0.0.1', port, path, agent: false, headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (text += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
 }

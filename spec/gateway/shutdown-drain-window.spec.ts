@@ -1,34 +1,13 @@
-import http from 'node:http';
 import { parseConfig } from '../../src/gateway/config';
 import { createLogger } from '../../src/gateway/logger';
 import { startGateway, type RunningGateway } from '../../src/gateway/server';
 import { createSimulator, type Simulator } from '../../src/simulator';
 import { waitFor } from '../harness/net';
-import { CaptureTransport } from './helpers';
+import { ask, CaptureTransport, type Answer } from './helpers';
 
 // While streams drain after SIGTERM the gateway still accepts connections: a load balancer's
 // probe of /readyz gets 503, a new stream request 503 with Retry-After in its client's protocol,
 // each with Connection: close. Once the streams ended the listener closes.
-
-interface Answer {
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  body: string;
-}
-
-/** One request on a connection of its own. */
-function ask(port: number, method: string, path: string, body?: string, headers: Record<string, string> = {}): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = http.request({ method, host: '127.0.0.1', port, path, agent: false, headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (text += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
 
 describe('the shutdown drain window', () => {
   let sim: Simulator;

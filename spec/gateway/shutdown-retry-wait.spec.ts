@@ -4,41 +4,20 @@ import { parseConfig } from '../../src/gateway/config';
 import { createLogger } from '../../src/gateway/logger';
 import { startGateway, type RunningGateway } from '../../src/gateway/server';
 import { waitFor } from '../harness/net';
-import { CaptureTransport } from './helpers';
+import { ask, CaptureTransport } from './helpers';
 
 // A stream waiting out an upstream's Retry-After when the drain starts starts no new attempt: it
 // answers at once with the upstream's last answer (status, Retry-After, body), so its client
 // retries elsewhere instead of waiting through the grace to be cut.
 
-interface Answer {
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  body: string;
-}
-
-/** A POST of `body` (JSON), or a GET without one. */
-function ask(port: number, path: string, body: string | undefined): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const request = body === undefined ? { method: 'GET' } : { method: 'POST', headers: { 'content-type': 'application/json' } };
-    const req = http.request({ ...request, host: '127.0.0.1', port, path, agent: false }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (text += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
-
-const CHAT = { path: '/v1/chat/completions', body: JSON.stringify({ model: 'm', stream: true, messages: [] }) };
+const CHAT = { method: 'POST', path: '/v1/chat/completions', body: JSON.stringify({ model: 'm', stream: true, messages: [] }) };
 // A resumable passthrough route opens its upstream through connectSse, with its own backoff.
 const ROUTES = [
   { name: 'an OpenAI route', routes: undefined, ...CHAT },
-  { name: 'a resumable passthrough route', routes: [{ path: '/events', provider: 'passthrough', resumable: true }], path: '/events', body: undefined },
+  { name: 'a resumable passthrough route', routes: [{ path: '/events', provider: 'passthrough', resumable: true }], method: 'GET', path: '/events', body: undefined },
 ];
 
-describe.each(ROUTES)('a stream waiting to retry its upstream at shutdown, on $name', ({ routes, path, body }) => {
+describe.each(ROUTES)('a stream waiting to retry its upstream at shutdown, on $name', ({ routes, method, path, body }) => {
   let upstream: http.Server;
   let requests = 0;
   let gw: RunningGateway;
@@ -63,7 +42,7 @@ describe.each(ROUTES)('a stream waiting to retry its upstream at shutdown, on $n
   });
 
   it("gets the upstream's 429 with its Retry-After as the drain starts, not after the grace", async () => {
-    const answer = ask(gw.port, path, body);
+    const answer = ask(gw.port, method, path, body);
     // The first attempt got its 429; the stream now waits 20 s for the second.
     await waitFor(() => requests === 1 && gw.app.gateway.activeStreams === 1);
     const started = Date.now();
@@ -85,7 +64,7 @@ describe.each(ROUTES)('a stream waiting to retry its upstream at shutdown, on $n
 
   it('is retried as before while the gateway is not draining', async () => {
     // The control: without a drain, the same request waits for its second attempt.
-    const answer = ask(gw.port, path, body);
+    const answer = ask(gw.port, method, path, body);
     await waitFor(() => requests === 1 && gw.app.gateway.activeStreams === 1);
     let settled = false;
     void answer.then(() => (settled = true));
