@@ -79,7 +79,7 @@ export function openResumableStream(request: ResumableRequest): Promise<Flow<Sse
   return new Promise((resolve, reject) => {
     const handoff = new Handoff();
     const drain = request.stopBeforeOpen;
-    const stop = drain === undefined ? undefined : new AbortController();
+    const stop = drain === undefined ? undefined : new UntilOpen(drain);
     // Until the first connection answered, a failure's reconnect is reported once the attempt it
     // scheduled ran (it answered, failed, or its failure ends the stream), and not at all when the
     // drain ended the wait before it: `onReconnect` counts requests the upstream got.
@@ -93,7 +93,7 @@ export function openResumableStream(request: ResumableRequest): Promise<Flow<Sse
     const onDrain = (): void => {
       stopping = true;
       // A session waiting to reconnect ends here and then (connectSse's stopReconnects).
-      stop?.abort(drain?.reason);
+      stop?.fire();
       stopping = false;
     };
     const unwatch = (): void => drain?.removeEventListener('abort', onDrain);
@@ -106,7 +106,7 @@ export function openResumableStream(request: ResumableRequest): Promise<Flow<Sse
       headers: request.headers,
       body,
       signal: request.signal,
-      stopReconnects: stop?.signal,
+      stopReconnects: stop,
       lastEventId: request.lastEventId,
       maxAttempts: request.maxAttempts,
       maxReconnects: request.maxReconnects,
@@ -131,6 +131,7 @@ export function openResumableStream(request: ResumableRequest): Promise<Flow<Sse
         flush();
         if (opened) return request.onOpen?.();
         opened = true;
+        if (stop !== undefined) stop.opened = true;
         unwatch();
         handoff.onEarlyError = undefined; // from now on errors go to the subscriber of the flow
         request.onOpen?.();
@@ -151,6 +152,36 @@ export function openResumableStream(request: ResumableRequest): Promise<Flow<Sse
     };
     flow.subscribeWith(handoff);
   });
+}
+
+/**
+ * `connectSse`'s `stopReconnects` for a resumable stream: aborted while `drain` is and no
+ * connection answered yet. Once one answered it never reads as aborted again, so a stream the
+ * drain met while its first attempt was in flight still reconnects a dropped upstream later.
+ */
+class UntilOpen implements AbortSignalLike {
+  /** A connection answered: set once, by the stream. */
+  opened = false;
+  private readonly listeners = new Set<() => void>();
+
+  constructor(private readonly drain: AbortSignalLike) {}
+
+  get aborted(): boolean {
+    return !this.opened && this.drain.aborted;
+  }
+  get reason(): unknown {
+    return this.drain.reason;
+  }
+  addEventListener(_type: 'abort', listener: () => void): void {
+    this.listeners.add(listener);
+  }
+  removeEventListener(_type: 'abort', listener: () => void): void {
+    this.listeners.delete(listener);
+  }
+  /** The drain started: a session waiting for its first connection stops (see its listener). */
+  fire(): void {
+    if (this.aborted) for (const listener of [...this.listeners]) listener();
+  }
 }
 
 function mapError(err: unknown, route?: string, follow?: FollowRedirects): unknown {
