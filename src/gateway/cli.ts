@@ -74,10 +74,6 @@ async function main(): Promise<void> {
   });
   const logger = createLogger();
   const gateway = await startGateway(config, { logger });
-  // The one plain-text line (README's quick start quotes it). Userinfo and query values of the
-  // upstream URL are credentials: never printed.
-  const upstream = gateway.simulator === undefined ? redactUrlAsGiven(gateway.upstreamUrl) : 'embedded simulator';
-  process.stdout.write(`tidegate listening on ${gateway.url} (upstream: ${upstream})\n`);
   let firstSignalAt: number | undefined;
   const stop = (signal: NodeJS.Signals): void => {
     if (firstSignalAt !== undefined) {
@@ -104,6 +100,11 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
+  // The one plain-text line (README's quick start quotes it), printed once a signal drains: a
+  // supervisor that signals as soon as it reads the line gets the drain, not node's default kill.
+  // Userinfo and query values of the upstream URL are credentials: never printed.
+  const upstream = gateway.simulator === undefined ? redactUrlAsGiven(gateway.upstreamUrl) : 'embedded simulator';
+  process.stdout.write(`tidegate listening on ${gateway.url} (upstream: ${upstream})\n`);
 }
 
 /** A signal within this long of the first is a copy of it (see `stop` in `main`), not a second Ctrl-C. */
