@@ -78,27 +78,16 @@ export interface ResumableRequest {
 export function openResumableStream(request: ResumableRequest): Promise<Flow<SseEvent>> {
   return new Promise((resolve, reject) => {
     const handoff = new Handoff();
-    const drain = request.stopBeforeOpen;
-    const stop = drain === undefined ? undefined : new UntilOpen(drain);
+    const stop = request.stopBeforeOpen === undefined ? undefined : new UntilOpen(request.stopBeforeOpen);
     // Until the first connection answered, a failure's reconnect is reported once the attempt it
     // scheduled ran (it answered, failed, or its failure ends the stream), and not at all when the
     // drain ended the wait before it: `onReconnect` counts requests the upstream got.
     let pending: (() => void) | undefined;
-    let stopping = false;
     const flush = (): void => {
       const report = pending;
       pending = undefined;
       report?.();
     };
-    const onDrain = (): void => {
-      stopping = true;
-      // A session waiting to reconnect ends here and then (connectSse's stopReconnects).
-      stop?.fire();
-      stopping = false;
-    };
-    const unwatch = (): void => drain?.removeEventListener('abort', onDrain);
-    if (drain?.aborted) onDrain();
-    else drain?.addEventListener('abort', onDrain, { once: true });
     const body = request.body === undefined ? undefined : typeof request.body === 'string' ? request.body : new Uint8Array(request.body);
     let opened = false;
     const flow = connectSse(request.url, {
@@ -131,8 +120,7 @@ export function openResumableStream(request: ResumableRequest): Promise<Flow<Sse
         flush();
         if (opened) return request.onOpen?.();
         opened = true;
-        if (stop !== undefined) stop.opened = true;
-        unwatch();
+        stop?.settle();
         handoff.onEarlyError = undefined; // from now on errors go to the subscriber of the flow
         request.onOpen?.();
         resolve(handoff.flow);
@@ -145,9 +133,10 @@ export function openResumableStream(request: ResumableRequest): Promise<Flow<Sse
       },
     });
     handoff.onEarlyError = (err) => {
-      unwatch();
-      if (stopping) pending = undefined;
+      // Ended by the drain's stop: the attempt the wait was for never ran.
+      if (stop?.firing === true) pending = undefined;
       else flush();
+      stop?.settle();
       reject(mapError(err, request.route, request.followRedirects));
     };
     flow.subscribeWith(handoff);
@@ -155,19 +144,27 @@ export function openResumableStream(request: ResumableRequest): Promise<Flow<Sse
 }
 
 /**
- * `connectSse`'s `stopReconnects` for a resumable stream: aborted while `drain` is and no
- * connection answered yet. Once one answered it never reads as aborted again, so a stream the
- * drain met while its first attempt was in flight still reconnects a dropped upstream later.
+ * `connectSse`'s `stopReconnects` for a resumable stream: aborted while `drain` is and until
+ * {@link settle}. Once settled (a connection answered) it never reads as aborted again, so a
+ * stream the drain met while its first attempt was in flight still reconnects a dropped upstream.
  */
 class UntilOpen implements AbortSignalLike {
-  /** A connection answered: set once, by the stream. */
-  opened = false;
+  private settled = false;
+  /** True while the drain's abort is passed on: a session that ends then ended its wait there. */
+  firing = false;
   private readonly listeners = new Set<() => void>();
+  private readonly onDrain = (): void => {
+    this.firing = true;
+    for (const listener of [...this.listeners]) listener();
+    this.firing = false;
+  };
 
-  constructor(private readonly drain: AbortSignalLike) {}
+  constructor(private readonly drain: AbortSignalLike) {
+    if (!drain.aborted) drain.addEventListener('abort', this.onDrain, { once: true });
+  }
 
   get aborted(): boolean {
-    return !this.opened && this.drain.aborted;
+    return !this.settled && this.drain.aborted;
   }
   get reason(): unknown {
     return this.drain.reason;
@@ -178,9 +175,10 @@ class UntilOpen implements AbortSignalLike {
   removeEventListener(_type: 'abort', listener: () => void): void {
     this.listeners.delete(listener);
   }
-  /** The drain started: a session waiting for its first connection stops (see its listener). */
-  fire(): void {
-    if (this.aborted) for (const listener of [...this.listeners]) listener();
+  /** The first connection answered, or the stream ended before one: the drain is no longer watched. */
+  settle(): void {
+    this.settled = true;
+    this.drain.removeEventListener('abort', this.onDrain);
   }
 }
 
