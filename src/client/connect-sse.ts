@@ -3,7 +3,7 @@ import type { SseEvent } from '../sse/codec/parser';
 import { resolveOptions, type ConnectSseOptions } from './options';
 import { SseSession } from './session';
 
-export type { ConnectSseOptions, SseReconnectInfo, SseResponseInfo } from './options';
+export type { ConnectSseOptions, SseConnectingInfo, SseReconnectInfo, SseResponseInfo } from './options';
 
 /**
  * Opens a server-sent events stream as a `Flow<SseEvent>`: the EventSource of WHATWG HTML §9.2

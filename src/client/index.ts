@@ -1,6 +1,6 @@
 // Public exports of src/client (re-exports only).
 export { connectSse } from './connect-sse';
-export type { ConnectSseOptions, SseReconnectInfo, SseResponseInfo } from './connect-sse';
+export type { ConnectSseOptions, SseConnectingInfo, SseReconnectInfo, SseResponseInfo } from './connect-sse';
 export { backoffDelayMs } from '../http/backoff';
 export type { BackoffInput } from '../http/backoff';
 export { nodeFetchSse } from './fetch';

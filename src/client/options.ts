@@ -25,6 +25,14 @@ export interface SseReconnectInfo {
   readonly lastEventId: string;
 }
 
+/** Passed to {@link ConnectSseOptions.onConnecting} as each request is about to be sent. */
+export interface SseConnectingInfo {
+  /** 1 for the first request, then one more per reconnect attempt that starts. */
+  readonly request: number;
+  /** The `Last-Event-ID` this request carries (`""`: none). */
+  readonly lastEventId: string;
+}
+
 /** Options for `connectSse`. All durations are in ms, sizes in bytes. */
 export interface ConnectSseOptions {
   /** HTTP method (default `'GET'`). */
@@ -132,6 +140,12 @@ export interface ConnectSseOptions {
    * the flow with `SseHttpError`.
    */
   resumeTidegateStream?: boolean | undefined;
+  /**
+   * Called as each request is about to be sent: the first, then each reconnect once its wait
+   * ended. A reconnect that never starts (the signal aborted, `stopReconnects`) is not reported,
+   * so it counts the requests the server got. A hook that aborts the signal sends nothing.
+   */
+  onConnecting?: ((info: SseConnectingInfo) => void) | undefined;
   /** Called when a connection opened (before any of its events), or on a 204. */
   onOpen?: ((response: SseResponseInfo) => void) | undefined;
   /** Called when a reconnect is scheduled. */
@@ -166,6 +180,7 @@ export interface ResolvedSseOptions {
   attachHeld: ((heldBytes: () => number) => void) | undefined;
   maxErrorBodyBytes: number;
   resumeTidegateStream: boolean;
+  onConnecting: ((info: SseConnectingInfo) => void) | undefined;
   onOpen: ((response: SseResponseInfo) => void) | undefined;
   onReconnect: ((info: SseReconnectInfo) => void) | undefined;
   onComment: ((comment: string) => void) | undefined;
@@ -235,6 +250,7 @@ export function resolveOptions(url: string | URL, options: ConnectSseOptions): R
     attachHeld: options.attachHeld,
     maxErrorBodyBytes: options.maxErrorBodyBytes ?? 64 * 1024,
     resumeTidegateStream: options.resumeTidegateStream ?? false,
+    onConnecting: options.onConnecting,
     onOpen: options.onOpen,
     onReconnect: options.onReconnect,
     onComment: options.onComment,

@@ -45,6 +45,8 @@ export class SseSession implements Subscription {
   private lastEventId: string;
   private readonly reconnection: Reconnection;
   private connections = 0;
+  /** Requests started (`onConnecting`'s count). */
+  private requests = 0;
   private readonly onAbort = (): void => this.finish(true, this.options.signal?.reason);
   /** The failure a reconnect wait follows (undefined: an EOF), for `stopReconnects`. */
   private waitingAfter: unknown;
@@ -110,6 +112,15 @@ export class SseSession implements Subscription {
   }
 
   private connect(): void {
+    const onConnecting = this.options.onConnecting;
+    if (onConnecting !== undefined) {
+      try {
+        onConnecting({ request: ++this.requests, lastEventId: this.lastEventId });
+      } catch (err) {
+        reportDropped(err);
+      }
+      if (this.state === 'done') return; // the hook aborted the signal
+    }
     const gen = ++this.generation;
     this.state = 'connecting';
     // A dropped connection's partial event is discarded (§9.2.6): no longer held.

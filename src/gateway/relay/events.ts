@@ -127,10 +127,11 @@ async function resumableEvents(stream: StreamContext, request: UpstreamRequest, 
   const maxEventBytes = Math.min(route.policy.maxEventBytes, budget.maxBytes);
   // Every request counts as on other routes: `attempts`, one upstream request per connection by
   // its outcome (`ok` once it answered), and a retry per failed attempt before the first answer
-  // (later reconnects count as attempts and requests, not as retries).
-  let answered = false;
+  // that another attempt followed (later reconnects count as attempts and requests, not as
+  // retries). A wait that ends with the stream (client gone, totalMs, drain) starts no request.
+  let inFlight = false;
   let opened = false;
-  stream.attempts++;
+  let retryAfter: { error: unknown } | undefined;
   const decoded = await openResumableStream({
     url: request.url,
     method: request.method ?? 'GET',
@@ -155,18 +156,24 @@ async function resumableEvents(stream: StreamContext, request: UpstreamRequest, 
     maxLineBytes: maxEventBytes,
     attachHeld: (held) => budget.attachExternal(held),
     isTerminal: terminator ? (e) => (terminator.event ?? e.type) === e.type && (terminator.data ?? e.data) === e.data : undefined,
+    onConnecting: () => {
+      stream.attempts++;
+      inFlight = true;
+      if (retryAfter !== undefined) stream.countRetry(retryAfter.error);
+      retryAfter = undefined;
+    },
     onOpen: () => {
-      answered = opened = true;
+      inFlight = false;
+      opened = true;
       stream.countUpstream('ok');
     },
     onReconnect: (error) => {
-      if (!answered) stream.countUpstream(upstreamOutcome(error));
-      if (!opened) stream.countRetry(error);
-      answered = false;
-      stream.attempts++;
+      if (inFlight) stream.countUpstream(upstreamOutcome(error));
+      inFlight = false;
+      if (!opened) retryAfter = { error };
     },
   }).catch((err: unknown) => {
-    if (!answered) stream.countUpstream(upstreamOutcome(err));
+    if (inFlight) stream.countUpstream(upstreamOutcome(err));
     throw err;
   });
   return decoded.pipe(adaptProvider(stream.adapter));

@@ -51,13 +51,17 @@ export interface ResumableRequest {
   attachHeld?: ((heldBytes: () => number) => void) | undefined;
   /** The event that ends the stream (no reconnect after it). */
   isTerminal?: (event: SseEvent) => boolean;
+  /**
+   * Each request as it is about to be sent: the first, then each reconnect once its wait ended
+   * (`connectSse`'s `onConnecting`). A wait the client's leaving, `signal` or `stopBeforeOpen`
+   * ended starts none, and none is reported.
+   */
+  onConnecting?: (() => void) | undefined;
   /** Each connection that answered a streaming 2xx (the first, then each reconnect's). */
   onOpen?: (() => void) | undefined;
   /**
-   * Each failed attempt that is followed by another (`connectSse`'s `onReconnect`); the last
-   * failure rejects or errors the flow instead. Before the first connection answered, it is
-   * called once the attempt it waited for ran: one the drain stopped (`stopBeforeOpen`) is not
-   * reported, since the upstream never got it.
+   * Each failed attempt that is followed by a wait for another (`connectSse`'s `onReconnect`),
+   * as it fails; the last failure rejects or errors the flow instead.
    */
   onReconnect?: ((error: unknown) => void) | undefined;
 }
@@ -79,15 +83,6 @@ export function openResumableStream(request: ResumableRequest): Promise<Flow<Sse
   return new Promise((resolve, reject) => {
     const handoff = new Handoff();
     const stop = request.stopBeforeOpen === undefined ? undefined : new UntilOpen(request.stopBeforeOpen);
-    // Until the first connection answered, a failure's reconnect is reported once the attempt it
-    // scheduled ran (it answered, failed, or its failure ends the stream), and not at all when the
-    // drain ended the wait before it: `onReconnect` counts requests the upstream got.
-    let pending: (() => void) | undefined;
-    const flush = (): void => {
-      const report = pending;
-      pending = undefined;
-      report?.();
-    };
     const body = request.body === undefined ? undefined : typeof request.body === 'string' ? request.body : new Uint8Array(request.body);
     let opened = false;
     const flow = connectSse(request.url, {
@@ -116,8 +111,8 @@ export function openResumableStream(request: ResumableRequest): Promise<Flow<Sse
       maxLineBytes: request.maxLineBytes,
       attachHeld: request.attachHeld,
       isTerminal: request.isTerminal,
+      onConnecting: () => request.onConnecting?.(),
       onOpen: () => {
-        flush();
         if (opened) return request.onOpen?.();
         opened = true;
         stop?.settle();
@@ -125,17 +120,9 @@ export function openResumableStream(request: ResumableRequest): Promise<Flow<Sse
         request.onOpen?.();
         resolve(handoff.flow);
       },
-      onReconnect: ({ error }) => {
-        const report = (): void => request.onReconnect?.(mapError(error, request.route, request.followRedirects));
-        if (opened) return report();
-        flush();
-        pending = report;
-      },
+      onReconnect: ({ error }) => request.onReconnect?.(mapError(error, request.route, request.followRedirects)),
     });
     handoff.onEarlyError = (err) => {
-      // Ended by the drain's stop: the attempt the wait was for never ran.
-      if (stop?.firing === true) pending = undefined;
-      else flush();
       stop?.settle();
       reject(mapError(err, request.route, request.followRedirects));
     };
@@ -150,13 +137,9 @@ export function openResumableStream(request: ResumableRequest): Promise<Flow<Sse
  */
 class UntilOpen implements AbortSignalLike {
   private settled = false;
-  /** True while the drain's abort is passed on: a session that ends then ended its wait there. */
-  firing = false;
   private readonly listeners = new Set<() => void>();
   private readonly onDrain = (): void => {
-    this.firing = true;
     for (const listener of [...this.listeners]) listener();
-    this.firing = false;
   };
 
   constructor(private readonly drain: AbortSignalLike) {
