@@ -54,7 +54,12 @@ export type { ConnectSseOptions, SseConnectingInfo, SseReconnectInfo, SseRespons
  * events.subscribe((e) => console.log(e.data));
  */
 export function connectSse(url: string | URL, options: ConnectSseOptions = {}): Flow<SseEvent> {
-  const resolved = resolveOptions(url, options);
+  return connectRouteSse(url, options, undefined);
+}
+
+/** @internal {@link connectSse} for a gateway route: network errors name `route`, never the URL. */
+export function connectRouteSse(url: string | URL, options: ConnectSseOptions, route: string | undefined): Flow<SseEvent> {
+  const resolved = resolveOptions(url, options, route);
   return new Flow<SseEvent>((actual) => {
     const session = new SseSession(resolved);
     session.attach(actual);

@@ -146,6 +146,14 @@ export interface ConnectSseOptions {
    * so it counts the requests the server got. A hook that aborts the signal sends nothing.
    */
   onConnecting?: ((info: SseConnectingInfo) => void) | undefined;
+  /**
+   * Asked with each failure that would be reconnected (as Reactor's `Retry.filter`): `false` ends
+   * the flow with that failure instead, as when `maxAttempts` ran out (default: every failure
+   * reconnects). The failure is what `onReconnect` would get as `error`; a filter that throws ends
+   * the flow with what it threw. E.g. not retrying a 500: `(e) => !(e instanceof SseHttpError &&
+   * e.status === 500)`.
+   */
+  reconnectFilter?: ((error: unknown) => boolean) | undefined;
   /** Called when a connection opened (before any of its events), or on a 204. */
   onOpen?: ((response: SseResponseInfo) => void) | undefined;
   /** Called when a reconnect is scheduled. */
@@ -180,14 +188,18 @@ export interface ResolvedSseOptions {
   attachHeld: ((heldBytes: () => number) => void) | undefined;
   maxErrorBodyBytes: number;
   resumeTidegateStream: boolean;
+  reconnectFilter: ((error: unknown) => boolean) | undefined;
   onConnecting: ((info: SseConnectingInfo) => void) | undefined;
   onOpen: ((response: SseResponseInfo) => void) | undefined;
   onReconnect: ((info: SseReconnectInfo) => void) | undefined;
   onComment: ((comment: string) => void) | undefined;
 }
 
-/** @internal Applies defaults; throws `RangeError` / `TypeError` for invalid options. */
-export function resolveOptions(url: string | URL, options: ConnectSseOptions): ResolvedSseOptions {
+/**
+ * @internal Applies defaults; throws `RangeError` / `TypeError` for invalid options. `route`
+ * (the gateway's route the stream serves) is named in the HTTP stack's network errors.
+ */
+export function resolveOptions(url: string | URL, options: ConnectSseOptions, route?: string): ResolvedSseOptions {
   const parsed = new URL(String(url));
   const maxAttempts = options.maxAttempts ?? Infinity;
   if (!(maxAttempts === Infinity || (Number.isInteger(maxAttempts) && maxAttempts >= 1))) {
@@ -221,6 +233,7 @@ export function resolveOptions(url: string | URL, options: ConnectSseOptions): R
           connectTimeoutMs: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
           firstByteTimeoutMs: options.firstByteTimeoutMs ?? 0,
           followRedirects: options.followRedirects ?? true,
+          route,
         })
       : // Only node-fetch reads `agent`; a caller-supplied fetch gets one only when asked for.
         fetchTransport(options.fetch, agent);
@@ -250,6 +263,7 @@ export function resolveOptions(url: string | URL, options: ConnectSseOptions): R
     attachHeld: options.attachHeld,
     maxErrorBodyBytes: options.maxErrorBodyBytes ?? 64 * 1024,
     resumeTidegateStream: options.resumeTidegateStream ?? false,
+    reconnectFilter: options.reconnectFilter,
     onConnecting: options.onConnecting,
     onOpen: options.onOpen,
     onReconnect: options.onReconnect,

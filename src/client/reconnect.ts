@@ -77,6 +77,14 @@ export class Reconnection {
     this.failures++;
     const attempt = this.failures;
     if (!this.options.reconnect || attempt >= this.options.maxAttempts || this.options.stopReconnects?.aborted) return { retry: false, error: finalError(error, attempt) };
+    const filter = this.options.reconnectFilter;
+    if (filter !== undefined) {
+      try {
+        if (!filter(error ?? endedError(attempt))) return { retry: false, error: finalError(error, attempt) };
+      } catch (thrown) {
+        return { retry: false, error: thrown };
+      }
+    }
     if (this.reconnects >= this.options.maxReconnects) return { retry: false, error: budgetSpentError(error, attempt, this.options.maxReconnects) };
     this.reconnects++;
     const delayMs = this.options.backoffGrowth === 'reconnects' ? this.growingDelayMs(retryAfterMs) : this.delayMs(attempt, retryAfterMs);
@@ -111,9 +119,14 @@ export class Reconnection {
   }
 }
 
+/** The failure of a connection that ended without a terminal event (an EOF), as hooks see it. */
+export function endedError(attempts: number): SseConnectionError {
+  return new SseConnectionError('the stream ended before a terminal event', attempts);
+}
+
 /** The error a stream ends with when it is not reconnected: typed as the failure, or an {@link SseConnectionError} with it as `cause`. */
 function finalError(error: unknown, attempts: number): unknown {
-  if (error === undefined) return new SseConnectionError('the stream ended before a terminal event', attempts);
+  if (error === undefined) return endedError(attempts);
   if (error instanceof SseHttpError || error instanceof TimeoutError) return error;
   const message = error instanceof Error ? error.message : String(error);
   return new SseConnectionError(`SSE connection failed: ${message}`, attempts, { cause: error });

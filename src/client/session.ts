@@ -1,4 +1,4 @@
-import { SseBodyError, SseConnectionError, SseHttpError, SseLimitError, TimeoutError } from '../errors';
+import { SseBodyError, SseHttpError, SseLimitError, TimeoutError } from '../errors';
 import { addDemand } from '../flow/demand';
 import { reportDropped } from '../flow/discard';
 import type { Subscriber, Subscription } from '../flow/types';
@@ -10,7 +10,7 @@ import { retryAfterMs as parseRetryAfter } from '../http/retry';
 import { SocketDeadline } from '../http/socket-deadline';
 import { tapBytes, type BodyTap } from './body-tap';
 import type { ResolvedSseOptions, SseResponseInfo } from './options';
-import { Reconnection } from './reconnect';
+import { endedError, Reconnection } from './reconnect';
 import type { SseAnswer } from './transport';
 
 /** The longest delay `setTimeout` honours (2^31-1 ms, about 24.8 days). */
@@ -275,7 +275,7 @@ export class SseSession implements Subscription {
     const { attempt, delayMs } = step;
     this.state = 'waiting';
     this.waitingAfter = error;
-    const reason = error ?? new SseConnectionError('the stream ended before a terminal event', attempt);
+    const reason = error ?? endedError(attempt);
     try {
       this.options.onReconnect?.({ attempt, delayMs, error: reason, lastEventId: this.lastEventId });
     } catch (err) {

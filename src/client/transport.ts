@@ -44,7 +44,7 @@ export function defaultSseAgent(url: URL): http.Agent {
  * agent (or a view of the caller's `agent`), connect and first-byte timeouts, sized reads,
  * typed network errors that never carry the URL.
  */
-export function httpTransport(options: { agent: http.Agent | undefined; connectTimeoutMs: number; firstByteTimeoutMs: number; followRedirects: FollowRedirects }): SseTransport {
+export function httpTransport(options: { agent: http.Agent | undefined; connectTimeoutMs: number; firstByteTimeoutMs: number; followRedirects: FollowRedirects; route?: string | undefined }): SseTransport {
   return (request, signal) =>
     sendUpstream({
       url: request.url.href,
@@ -56,5 +56,6 @@ export function httpTransport(options: { agent: http.Agent | undefined; connectT
       connectTimeoutMs: options.connectTimeoutMs,
       firstByteTimeoutMs: options.firstByteTimeoutMs,
       followRedirects: options.followRedirects,
+      route: options.route,
     });
 }

@@ -1,10 +1,11 @@
-import { connectSse } from '../../client/connect-sse';
+import { connectRouteSse } from '../../client/connect-sse';
 import { SseConnectionError, SseHttpError } from '../../errors';
 import { Flow } from '../../flow/flow';
 import type { Subscriber, Subscription } from '../../flow/types';
 import type { SseEvent } from '../../sse/codec/parser';
 import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_FIRST_BYTE_TIMEOUT_MS, is3xx, unfollowedRedirect, type FollowRedirects } from '../../http/call';
 import { UpstreamHttpError, UpstreamNotStreamError, UpstreamRedirectError, UpstreamResetError, UpstreamUnreachableError } from '../../http/errors';
+import { retryDelayMs } from '../../http/retry';
 import type { AbortSignalLike } from '../../http/abort-signal-like';
 
 /** Options of {@link openResumableStream}: the upstream call, plus the reconnection budget. */
@@ -30,6 +31,8 @@ export interface ResumableRequest {
    * spent the flow fails with {@link UpstreamResetError} naming the budget.
    */
   maxReconnects: number;
+  /** Longest `Retry-After` waited for, ms (the route's `retry.maxRetryAfterMs`): a longer one ends the stream with that answer. */
+  maxRetryAfterMs: number;
   /** Base of the reconnect backoff when the upstream sent no `retry:`, ms (the route's `retry.baseDelayMs`). */
   initialDelayMs: number;
   /** Ceiling of the reconnect backoff and of the upstream's `retry:`, ms (the route's `retry.maxDelayMs`). */
@@ -85,7 +88,7 @@ export function openResumableStream(request: ResumableRequest): Promise<Flow<Sse
     const stop = request.stopBeforeOpen === undefined ? undefined : new UntilOpen(request.stopBeforeOpen);
     const body = request.body === undefined ? undefined : typeof request.body === 'string' ? request.body : new Uint8Array(request.body);
     let opened = false;
-    const flow = connectSse(request.url, {
+    const flow = connectRouteSse(request.url, {
       method: request.method,
       headers: request.headers,
       body,
@@ -111,6 +114,7 @@ export function openResumableStream(request: ResumableRequest): Promise<Flow<Sse
       maxLineBytes: request.maxLineBytes,
       attachHeld: request.attachHeld,
       isTerminal: request.isTerminal,
+      reconnectFilter: (error) => reconnects(error, opened, request),
       onConnecting: () => request.onConnecting?.(),
       onOpen: () => {
         if (opened) return request.onOpen?.();
@@ -121,7 +125,7 @@ export function openResumableStream(request: ResumableRequest): Promise<Flow<Sse
         resolve(handoff.flow);
       },
       onReconnect: ({ error }) => request.onReconnect?.(mapError(error, request.route, request.followRedirects)),
-    });
+    }, request.route);
     handoff.onEarlyError = (err) => {
       stop?.settle();
       reject(mapError(err, request.route, request.followRedirects));
@@ -165,6 +169,19 @@ class UntilOpen implements AbortSignalLike {
   }
 }
 
+/**
+ * Whether a failed connection is reconnected. Before the first answer, by the rules every route
+ * retries by (`retryDelayMs`: a network error before a status line, a connect timeout, 429, 502
+ * or 503; never an answer Node's HTTP parser refused, which may be billed); after it, any failure
+ * (the route resumes with `Last-Event-ID`). A `Retry-After` over `maxRetryAfterMs` is never
+ * waited for: the upstream's answer passes through.
+ */
+function reconnects(error: unknown, opened: boolean, request: ResumableRequest): boolean {
+  if (error instanceof SseHttpError && error.retryAfterMs !== undefined && error.retryAfterMs > request.maxRetryAfterMs) return false;
+  if (opened) return true;
+  return retryDelayMs(mapError(error, request.route, request.followRedirects), 1, { maxAttempts: Infinity, maxRetryAfterMs: request.maxRetryAfterMs }) !== undefined;
+}
+
 function mapError(err: unknown, route?: string, follow?: FollowRedirects): unknown {
   // connectSse hands back any 3xx it did not follow; none reaches the client as it came.
   if (err instanceof SseHttpError && is3xx(err.status)) return unfollowedRedirect(err.status, route, follow);
@@ -178,7 +195,9 @@ function mapError(err: unknown, route?: string, follow?: FollowRedirects): unkno
     if (last instanceof UpstreamUnreachableError && last.errno !== undefined) {
       return new UpstreamUnreachableError(`upstream${route === undefined ? '' : ` for route ${route}`} unreachable (${last.errno})`, { cause: err, errno: last.errno });
     }
-    return new UpstreamResetError(err.message, { cause: err });
+    // The last connection's own failure, as every route types it (its message names the route, its errno is logged).
+    if (last instanceof UpstreamResetError && err.message === `SSE connection failed: ${last.message}`) return last;
+    return new UpstreamResetError(err.message, { cause: err, errno: last instanceof UpstreamResetError ? last.errno : undefined });
   }
   return err;
 }

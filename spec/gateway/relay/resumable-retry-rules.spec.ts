@@ -1,0 +1,121 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { parseConfig } from '../../../src/gateway/config';
+import { createLogger } from '../../../src/gateway/logger';
+import { startGateway, type RunningGateway } from '../../../src/gateway/server';
+import { ask, CaptureTransport } from '../helpers';
+
+// Before its first answer a resumable route retries by the rules of every route (429, 502, 503
+// and failures before a status line; never an answer the HTTP parser refused, never past
+// retry.maxRetryAfterMs); once streaming it reconnects, but never waits out a Retry-After past
+// that cap either.
+
+type Script = (req: http.IncomingMessage, res: http.ServerResponse, index: number) => void;
+
+describe('a resumable route retrying its upstream', () => {
+  let upstream: http.Server;
+  let requests = 0;
+  let gw: RunningGateway;
+  let logs: CaptureTransport;
+
+  async function start(script: Script, retry: Record<string, number> = {}): Promise<void> {
+    requests = 0;
+    upstream = http.createServer((req, res) => {
+      req.resume();
+      script(req, res, requests++);
+    });
+    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
+    logs = new CaptureTransport();
+    const routes = [{ path: '/events', provider: 'passthrough', resumable: true, terminator: { data: '[DONE]' } }];
+    gw = await startGateway(parseConfig({ port: 0, upstream: { url }, retry: { baseDelayMs: 10, maxAttempts: 3, ...retry }, routes }), { logger: createLogger({ transports: [logs] }) });
+  }
+  afterEach(async () => {
+    await gw.close();
+    upstream.closeAllConnections();
+    await new Promise<void>((r) => upstream.close(() => r()));
+  });
+
+  it("passes a Retry-After over maxRetryAfterMs through at once, with the upstream's status", async () => {
+    await start((_req, res) => {
+      res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '8' });
+      res.end('{"error":{"message":"busy"}}');
+    }, { maxRetryAfterMs: 2000 });
+    const started = Date.now();
+    const got = await ask(gw.port, 'GET', '/events');
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect(got.status).toBe(503);
+    expect(got.headers['retry-after']).toBe('8');
+    expect(requests).toBe(1);
+  });
+
+  it('waits out a Retry-After within maxRetryAfterMs and retries', async () => {
+    await start((_req, res, index) => {
+      if (index === 0) {
+        res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' });
+        res.end('{"error":{"message":"busy"}}');
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end('data: a\n\ndata: [DONE]\n\n');
+    }, { maxRetryAfterMs: 2000 });
+    const started = Date.now();
+    const got = await ask(gw.port, 'GET', '/events');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+    expect(got.status).toBe(200);
+    expect(got.body).toMatch(/data: a\n\n[^]*\[DONE\]/);
+    expect(requests).toBe(2);
+  });
+
+  it('does not retry a status other routes do not retry (500)', async () => {
+    await start((_req, res) => {
+      res.writeHead(500, { 'content-type': 'application/json' });
+      res.end('{"error":{"message":"broken"}}');
+    });
+    const got = await ask(gw.port, 'GET', '/events');
+    expect(got.status).toBe(500);
+    expect(requests).toBe(1);
+  });
+
+  it("does not retry an answer Node's HTTP parser refused, and names the route, not the URL", async () => {
+    await start((_req, res) => {
+      // About 40 KB of headers: past Node's 16 KiB maxHeaderSize.
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'x-padding': 'p'.repeat(40_000) });
+      res.end('data: a\n\n');
+    });
+    const got = await ask(gw.port, 'GET', '/events');
+    expect(got.status).toBe(502);
+    expect(got.body).toContain('ERR_TIDEGATE_UPSTREAM_RESET');
+    expect(got.body).toContain('upstream for route /events answered with a response that could not be parsed (HPE_HEADER_OVERFLOW)');
+    expect(got.body).not.toContain('127.0.0.1');
+    expect(requests).toBe(1);
+    expect(logs.streams()[0]).toMatchObject({ attempts: 1, errno: 'HPE_HEADER_OVERFLOW' });
+  });
+
+  it('retries a connection reset before the status line, maxAttempts in all', async () => {
+    await start((req) => req.socket.destroy());
+    const got = await ask(gw.port, 'GET', '/events');
+    expect(got.status).toBe(502);
+    expect(got.body).toContain('upstream for route /events connection failed');
+    expect(requests).toBe(3);
+  });
+
+  it('ends a streaming stream whose reconnect meets a Retry-After over maxRetryAfterMs, at once', async () => {
+    await start((_req, res, index) => {
+      if (index === 0) {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write('id: 1\ndata: a\n\n');
+        setTimeout(() => res.destroy(), 50);
+        return;
+      }
+      res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '3600' });
+      res.end('{"error":{"message":"slow down"}}');
+    }, { maxRetryAfterMs: 2000 });
+    const started = Date.now();
+    const got = await ask(gw.port, 'GET', '/events');
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect(got.status).toBe(200);
+    expect(got.body).toMatch(/data: a\n\n[^]*event: error/);
+    expect(requests).toBe(2);
+  });
+});
