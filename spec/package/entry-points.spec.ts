@@ -150,6 +150,11 @@ describe('the other entry points', () => {
     expect(gateway.files.some((f) => /[\\/]node_modules[\\/]zod[\\/]/.test(f))).toBe(true);
   });
 
+  it("require('tidegate/gateway') loads no Redis client until a route keeps its resume log in Redis", () => {
+    const gateway = loadInProject('tidegate/gateway');
+    expect(gateway.files.filter((f) => /[\\/]node_modules[\\/]ioredis[\\/]/.test(f))).toEqual([]);
+  });
+
   it("require('tidegate/simulator') and require('tidegate/playground') give theirs", () => {
     expect(loadInProject('tidegate/simulator').exports).toEqual(expect.arrayContaining(['createSimulator', 'findTranscript']));
     expect(loadInProject('tidegate/playground').exports).toEqual(expect.arrayContaining(['playgroundRouter', 'scenarioSchema']));

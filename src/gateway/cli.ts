@@ -28,6 +28,7 @@ const USAGE = `Usage: tidegate [options]
 Routes served by default (each forwards to the same path on the upstream):
 ${DEFAULT_APIS.map((api) => `  ${`${API_SPECS[api].methods.join('|')} ${API_SPECS[api].path}`.padEnd(35)}${API_SPECS[api].summary}`).join('\n')}
   GET  /healthz, /readyz, /metrics   health, readiness, Prometheus metrics
+  GET  /playground                   the backpressure playground (loopback hosts; see --playground)
 `;
 
 /** `tidegate` command line: flags override environment, environment overrides the file, the file overrides defaults. */

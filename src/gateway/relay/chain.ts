@@ -16,6 +16,10 @@ import type { ResolvedRoute } from '../config';
 /** What a user-written policy receives besides the events. */
 export interface PolicyContext {
   readonly streamId: string;
+  /**
+   * The route as configured. It holds the upstream `apiKey`: do not log it whole. Its
+   * `policy.relay` is the configured value; a route with a policy function always runs the event relay.
+   */
   readonly route: ResolvedRoute;
   /** The stream's byte budget, shared with the bridge: give it to `onBackpressureBuffer({ budget })`. */
   readonly budget: ByteBudget;
