@@ -131,7 +131,7 @@ async function resumableEvents(stream: StreamContext, request: UpstreamRequest, 
   // retries). A wait that ends with the stream (client gone, totalMs, drain) starts no request.
   let inFlight = false;
   let opened = false;
-  let retryAfter: { error: unknown } | undefined;
+  let failedBeforeOpen: { error: unknown } | undefined;
   const decoded = await openResumableStream({
     url: request.url,
     method: request.method ?? 'GET',
@@ -160,8 +160,8 @@ async function resumableEvents(stream: StreamContext, request: UpstreamRequest, 
     onConnecting: () => {
       stream.attempts++;
       inFlight = true;
-      if (retryAfter !== undefined) stream.countRetry(retryAfter.error);
-      retryAfter = undefined;
+      if (failedBeforeOpen !== undefined) stream.countRetry(failedBeforeOpen.error);
+      failedBeforeOpen = undefined;
     },
     onOpen: () => {
       inFlight = false;
@@ -171,7 +171,7 @@ async function resumableEvents(stream: StreamContext, request: UpstreamRequest, 
     onReconnect: (error) => {
       if (inFlight) stream.countUpstream(upstreamOutcome(error));
       inFlight = false;
-      if (!opened) retryAfter = { error };
+      if (!opened) failedBeforeOpen = { error };
     },
   }).catch((err: unknown) => {
     if (inFlight) stream.countUpstream(upstreamOutcome(err));
