@@ -1,5 +1,6 @@
 import { connectSse } from '../../src/client';
 import { SseConnectionError, SseHttpError } from '../../src/errors';
+import { sleep } from '../harness/net';
 import { collect, isDone, scriptedServers, sseHead, within } from './helpers';
 
 const serve = scriptedServers();
@@ -59,6 +60,35 @@ describe('connectSse reconnectFilter', () => {
     );
     const { error } = await within(c.done, 2000, 'the stream');
     expect(error).toBe(thrown);
+    expect(server.requests).toHaveLength(1);
+  });
+
+  it.each([
+    ['aborts the signal', 'signal'],
+    ['stops reconnects', 'stop'],
+  ])('sends nothing more when the filter %s', async (_name, which) => {
+    const server = await serve((_req, res) => {
+      res.writeHead(503);
+      res.end();
+    });
+    const leave = new AbortController();
+    const stop = new AbortController();
+    const c = collect(
+      connectSse(server.url, {
+        signal: leave.signal,
+        stopReconnects: stop.signal,
+        initialDelayMs: 1,
+        maxDelayMs: 1,
+        isTerminal: isDone,
+        reconnectFilter: () => {
+          (which === 'signal' ? leave : stop).abort(new Error('enough'));
+          return true;
+        },
+      }),
+    );
+    const { error } = await within(c.done, 2000, 'the stream');
+    expect(error).toBeDefined();
+    await sleep(200);
     expect(server.requests).toHaveLength(1);
   });
 });

@@ -1,6 +1,6 @@
 import { Flow } from '../flow/flow';
 import type { SseEvent } from '../sse/codec/parser';
-import { resolveOptions, type ConnectSseOptions } from './options';
+import { resolveOptions, type ConnectSseOptions, type RouteSseOptions } from './options';
 import { SseSession } from './session';
 
 export type { ConnectSseOptions, SseConnectingInfo, SseReconnectInfo, SseResponseInfo } from './options';
@@ -54,11 +54,11 @@ export type { ConnectSseOptions, SseConnectingInfo, SseReconnectInfo, SseRespons
  * events.subscribe((e) => console.log(e.data));
  */
 export function connectSse(url: string | URL, options: ConnectSseOptions = {}): Flow<SseEvent> {
-  return connectRouteSse(url, options, undefined);
+  return connectRouteSse(url, options, {});
 }
 
-/** @internal {@link connectSse} for a gateway route: network errors name `route`, never the URL. */
-export function connectRouteSse(url: string | URL, options: ConnectSseOptions, route: string | undefined): Flow<SseEvent> {
+/** @internal {@link connectSse} for a gateway route (see {@link RouteSseOptions}). */
+export function connectRouteSse(url: string | URL, options: ConnectSseOptions, route: RouteSseOptions): Flow<SseEvent> {
   const resolved = resolveOptions(url, options, route);
   return new Flow<SseEvent>((actual) => {
     const session = new SseSession(resolved);

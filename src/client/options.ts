@@ -189,17 +189,24 @@ export interface ResolvedSseOptions {
   maxErrorBodyBytes: number;
   resumeTidegateStream: boolean;
   reconnectFilter: ((error: unknown) => boolean) | undefined;
+  /** `idleTimeoutMs` also times the wait for a response's headers (false: the transport's first-byte deadline alone does). */
+  idleBeforeAnswer: boolean;
   onConnecting: ((info: SseConnectingInfo) => void) | undefined;
   onOpen: ((response: SseResponseInfo) => void) | undefined;
   onReconnect: ((info: SseReconnectInfo) => void) | undefined;
   onComment: ((comment: string) => void) | undefined;
 }
 
-/**
- * @internal Applies defaults; throws `RangeError` / `TypeError` for invalid options. `route`
- * (the gateway's route the stream serves) is named in the HTTP stack's network errors.
- */
-export function resolveOptions(url: string | URL, options: ConnectSseOptions, route?: string): ResolvedSseOptions {
+/** @internal How a gateway route's stream differs from a user's `connectSse`. */
+export interface RouteSseOptions {
+  /** The route the stream serves, named in the HTTP stack's network errors (never the URL). */
+  route?: string | undefined;
+  /** `false`: `idleTimeoutMs` starts at the response, as on every route (default `true`). */
+  idleBeforeAnswer?: boolean | undefined;
+}
+
+/** @internal Applies defaults; throws `RangeError` / `TypeError` for invalid options. */
+export function resolveOptions(url: string | URL, options: ConnectSseOptions, internal: RouteSseOptions = {}): ResolvedSseOptions {
   const parsed = new URL(String(url));
   const maxAttempts = options.maxAttempts ?? Infinity;
   if (!(maxAttempts === Infinity || (Number.isInteger(maxAttempts) && maxAttempts >= 1))) {
@@ -233,7 +240,7 @@ export function resolveOptions(url: string | URL, options: ConnectSseOptions, ro
           connectTimeoutMs: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
           firstByteTimeoutMs: options.firstByteTimeoutMs ?? 0,
           followRedirects: options.followRedirects ?? true,
-          route,
+          route: internal.route,
         })
       : // Only node-fetch reads `agent`; a caller-supplied fetch gets one only when asked for.
         fetchTransport(options.fetch, agent);
@@ -264,6 +271,7 @@ export function resolveOptions(url: string | URL, options: ConnectSseOptions, ro
     maxErrorBodyBytes: options.maxErrorBodyBytes ?? 64 * 1024,
     resumeTidegateStream: options.resumeTidegateStream ?? false,
     reconnectFilter: options.reconnectFilter,
+    idleBeforeAnswer: internal.idleBeforeAnswer ?? true,
     onConnecting: options.onConnecting,
     onOpen: options.onOpen,
     onReconnect: options.onReconnect,

@@ -84,6 +84,8 @@ export class Reconnection {
       } catch (thrown) {
         return { retry: false, error: thrown };
       }
+      // The filter may have stopped reconnects itself.
+      if (this.options.stopReconnects?.aborted) return { retry: false, error: finalError(error, attempt) };
     }
     if (this.reconnects >= this.options.maxReconnects) return { retry: false, error: budgetSpentError(error, attempt, this.options.maxReconnects) };
     this.reconnects++;

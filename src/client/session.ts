@@ -268,6 +268,8 @@ export class SseSession implements Subscription {
     if (this.state === 'done') return;
     this.closeConnection();
     const step = this.reconnection.onFailure(error, retryAfterMs);
+    // The reconnect filter may have aborted the signal (narrowing does not see it change state).
+    if ((this.state as State) === 'done') return;
     if (!step.retry) {
       this.finish(true, step.error);
       return;
@@ -306,7 +308,7 @@ export class SseSession implements Subscription {
   private updateIdle(): void {
     const ms = this.options.idleTimeoutMs;
     if (ms === undefined) return;
-    const expecting = this.state === 'connecting' || (this.state === 'streaming' && this.demand > 0);
+    const expecting = (this.state === 'connecting' && this.options.idleBeforeAnswer) || (this.state === 'streaming' && this.demand > 0);
     if (!expecting) {
       this.clearIdle();
       return;

@@ -94,3 +94,71 @@ describe.each(ROUTES)('a stream that ends during its first backoff, on $name', (
     expect(await counted()).toEqual({ requests: new Map([['http_503', 1]]), retries: 0 });
   });
 });
+
+// Once streaming, each reconnect is one more upstream request, counted by its outcome even when
+// it is the last one: refused by the upstream, or still in flight as the client leaves.
+describe('a resumable stream whose last reconnect does not answer a stream', () => {
+  let upstream: http.Server;
+  let requests = 0;
+  let gw: RunningGateway;
+  let logs: CaptureTransport;
+
+  async function start(second: (res: http.ServerResponse) => void): Promise<void> {
+    requests = 0;
+    upstream = http.createServer((req, res) => {
+      req.resume();
+      if (requests++ === 0) {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write('id: 1\ndata: a\n\n');
+        setTimeout(() => res.destroy(), 50);
+        return;
+      }
+      second(res);
+    });
+    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
+    logs = new CaptureTransport();
+    const routes = [{ path: '/events', provider: 'passthrough', resumable: true, terminator: { data: '[DONE]' } }];
+    gw = await startGateway(parseConfig({ port: 0, upstream: { url }, retry: { baseDelayMs: 10 }, routes }), { logger: createLogger({ transports: [logs] }) });
+  }
+  afterEach(async () => {
+    await gw.close();
+    upstream.closeAllConnections();
+    await new Promise<void>((r) => upstream.close(() => r()));
+  });
+
+  async function requestsBy(): Promise<Map<string, number>> {
+    const out = new Map<string, number>();
+    for (const [key, value] of parsePrometheus(await gw.app.gateway.metrics.registry.metrics())) {
+      const outcome = /^tidegate_upstream_requests_total\{.*outcome="([^"]+)"/.exec(key);
+      if (outcome && value > 0) out.set(outcome[1], value);
+    }
+    return out;
+  }
+
+  it('counts a reconnect answered 404 by its status', async () => {
+    await start((res) => {
+      res.writeHead(404, { 'content-type': 'application/json' });
+      res.end('{"error":{"message":"gone"}}');
+    });
+    const status = await askUntil(gw.port, 'GET', '/events', undefined, new Promise(() => undefined));
+    expect(status).toBe(200);
+    await waitFor(() => logs.lines.some((l) => l.message === 'stream'));
+    expect(requests).toBe(2);
+    expect(logs.lines.find((l) => l.message === 'stream')).toMatchObject({ attempts: 2 });
+    expect(await requestsBy()).toEqual(new Map([['ok', 1], ['http_404', 1]]));
+  });
+
+  it('counts a reconnect in flight as the client leaves as aborted', async () => {
+    await start(() => undefined); // the reconnect never answers
+    let leave: () => void = () => undefined;
+    const answered = askUntil(gw.port, 'GET', '/events', undefined, new Promise((r) => (leave = r)));
+    await waitFor(() => requests === 2);
+    await sleep(50);
+    leave();
+    await answered;
+    await waitFor(() => logs.lines.some((l) => l.message === 'stream'));
+    expect(logs.lines.find((l) => l.message === 'stream')).toMatchObject({ attempts: 2 });
+    expect(await requestsBy()).toEqual(new Map([['ok', 1], ['aborted', 1]]));
+  });
+});

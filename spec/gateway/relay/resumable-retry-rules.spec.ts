@@ -18,7 +18,7 @@ describe('a resumable route retrying its upstream', () => {
   let gw: RunningGateway;
   let logs: CaptureTransport;
 
-  async function start(script: Script, retry: Record<string, number> = {}): Promise<void> {
+  async function start(script: Script, retry: Record<string, number> = {}, timeouts: Record<string, number> = {}): Promise<void> {
     requests = 0;
     upstream = http.createServer((req, res) => {
       req.resume();
@@ -27,7 +27,7 @@ describe('a resumable route retrying its upstream', () => {
     await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
     const url = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
     logs = new CaptureTransport();
-    const routes = [{ path: '/events', provider: 'passthrough', resumable: true, terminator: { data: '[DONE]' } }];
+    const routes = [{ path: '/events', provider: 'passthrough', resumable: true, terminator: { data: '[DONE]' }, timeouts }];
     gw = await startGateway(parseConfig({ port: 0, upstream: { url }, retry: { baseDelayMs: 10, maxAttempts: 3, ...retry }, routes }), { logger: createLogger({ transports: [logs] }) });
   }
   afterEach(async () => {
@@ -117,5 +117,59 @@ describe('a resumable route retrying its upstream', () => {
     expect(got.status).toBe(200);
     expect(got.body).toMatch(/data: a\n\n[^]*event: error/);
     expect(requests).toBe(2);
+  });
+
+  it('retries before the first answer by maxAttempts alone, whatever maxReconnects is', async () => {
+    await start((_req, res, index) => {
+      if (index < 2) {
+        res.writeHead(503, { 'content-type': 'application/json' });
+        res.end('{"error":{"message":"busy"}}');
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end('data: a\n\ndata: [DONE]\n\n');
+    }, { maxReconnects: 0 });
+    const got = await ask(gw.port, 'GET', '/events');
+    expect(got.status).toBe(200);
+    expect(got.body).toMatch(/data: a\n\n[^]*\[DONE\]/);
+    expect(requests).toBe(3);
+  });
+
+  it('answers a first 204 as a 2xx that opened no stream', async () => {
+    await start((_req, res) => {
+      res.writeHead(204);
+      res.end();
+    });
+    const got = await ask(gw.port, 'GET', '/events');
+    expect(got.status).toBe(502);
+    expect(got.body).toContain('ERR_TIDEGATE_UPSTREAM_NOT_STREAM');
+    expect(requests).toBe(1);
+  });
+
+  it("times the wait for the first answer by firstByteMs, not idleMs, as every route does", async () => {
+    await start((_req, res) => {
+      setTimeout(() => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.end('data: a\n\ndata: [DONE]\n\n');
+      }, 600);
+    }, {}, { idleMs: 200, firstByteMs: 5000 });
+    const got = await ask(gw.port, 'GET', '/events');
+    expect(got.status).toBe(200);
+    expect(got.body).toMatch(/data: a\n\n[^]*\[DONE\]/);
+    expect(requests).toBe(1);
+  });
+
+  it('names the route, not the URL, in the error frame of a stream whose upstream went away', async () => {
+    await start((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('id: 1\ndata: a\n\n');
+      // The upstream stops listening, then drops the stream: every reconnect is refused.
+      upstream.close();
+      setTimeout(() => res.destroy(), 50);
+    });
+    const got = await ask(gw.port, 'GET', '/events');
+    expect(got.status).toBe(200);
+    expect(got.body).toMatch(/event: error\ndata: .*upstream for route \/events unreachable \(ECONNREFUSED\)/);
+    expect(got.body).not.toContain('127.0.0.1');
   });
 });

@@ -173,8 +173,15 @@ async function resumableEvents(stream: StreamContext, request: UpstreamRequest, 
       inFlight = false;
       if (!opened) failedBeforeOpen = { error };
     },
+    // A request still in flight when the stream ends (its last reconnect failed, the client left,
+    // the grace ran out) counts by how it ended.
+    onEnd: (error) => {
+      if (inFlight) stream.countUpstream(error === undefined ? 'aborted' : upstreamOutcome(error));
+      inFlight = false;
+    },
   }).catch((err: unknown) => {
     if (inFlight) stream.countUpstream(upstreamOutcome(err));
+    inFlight = false;
     throw err;
   });
   return decoded.pipe(adaptProvider(stream.adapter));

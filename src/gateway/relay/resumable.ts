@@ -27,7 +27,7 @@ export interface ResumableRequest {
   /** Failed connections in a row before giving up. */
   maxAttempts: number;
   /**
-   * Reconnects over the stream's life, events or not (the route's `retry.maxReconnects`); once
+   * Reconnects after the first answer, events or not (the route's `retry.maxReconnects`); once
    * spent the flow fails with {@link UpstreamResetError} naming the budget.
    */
   maxReconnects: number;
@@ -67,6 +67,11 @@ export interface ResumableRequest {
    * as it fails; the last failure rejects or errors the flow instead.
    */
   onReconnect?: ((error: unknown) => void) | undefined;
+  /**
+   * Once, when the flow the promise resolved with ends: the error it failed with, or `undefined`
+   * when it completed or was cancelled.
+   */
+  onEnd?: ((error: unknown) => void) | undefined;
 }
 
 /**
@@ -84,10 +89,16 @@ export interface ResumableRequest {
  */
 export function openResumableStream(request: ResumableRequest): Promise<Flow<SseEvent>> {
   return new Promise((resolve, reject) => {
-    const handoff = new Handoff();
+    const map = (err: unknown): unknown => mapError(err, request.route, request.followRedirects);
+    const handoff = new Handoff(map, request.onEnd);
     const stop = request.stopBeforeOpen === undefined ? undefined : new UntilOpen(request.stopBeforeOpen);
     const body = request.body === undefined ? undefined : typeof request.body === 'string' ? request.body : new Uint8Array(request.body);
     let opened = false;
+    // Reconnects after the first answer: `maxReconnects` bounds these only (retries before it are
+    // bounded by `maxAttempts`, as on every route).
+    let reconnectsAfterOpen = 0;
+    // A first answer that opened no stream (a 204: connectSse stops there).
+    let notStream: UpstreamNotStreamError | undefined;
     const flow = connectRouteSse(request.url, {
       method: request.method,
       headers: request.headers,
@@ -96,7 +107,7 @@ export function openResumableStream(request: ResumableRequest): Promise<Flow<Sse
       stopReconnects: stop,
       lastEventId: request.lastEventId,
       maxAttempts: request.maxAttempts,
-      maxReconnects: request.maxReconnects,
+      maxReconnects: Infinity,
       // A delay that grows with every reconnect, never below the upstream's `retry:`: an upstream
       // that sends an event and then goes silent each time is not reconnected every idleMs.
       backoffGrowth: 'reconnects',
@@ -114,9 +125,17 @@ export function openResumableStream(request: ResumableRequest): Promise<Flow<Sse
       maxLineBytes: request.maxLineBytes,
       attachHeld: request.attachHeld,
       isTerminal: request.isTerminal,
-      reconnectFilter: (error) => reconnects(error, opened, request),
+      reconnectFilter: (error) => {
+        if (!reconnects(error, opened, request)) return false;
+        if (opened && ++reconnectsAfterOpen > request.maxReconnects) throw budgetSpent(map(error), request);
+        return true;
+      },
       onConnecting: () => request.onConnecting?.(),
-      onOpen: () => {
+      onOpen: (info) => {
+        if (!opened && info.status !== 200) {
+          notStream = new UpstreamNotStreamError(info.status, info.headers.get('content-type') ?? undefined, request.route);
+          return;
+        }
         if (opened) return request.onOpen?.();
         opened = true;
         stop?.settle();
@@ -124,11 +143,11 @@ export function openResumableStream(request: ResumableRequest): Promise<Flow<Sse
         request.onOpen?.();
         resolve(handoff.flow);
       },
-      onReconnect: ({ error }) => request.onReconnect?.(mapError(error, request.route, request.followRedirects)),
-    }, request.route);
+      onReconnect: ({ error }) => request.onReconnect?.(map(error)),
+    }, { route: request.route, idleBeforeAnswer: false });
     handoff.onEarlyError = (err) => {
       stop?.settle();
-      reject(mapError(err, request.route, request.followRedirects));
+      reject(notStream ?? map(err));
     };
     flow.subscribeWith(handoff);
   });
@@ -182,6 +201,16 @@ function reconnects(error: unknown, opened: boolean, request: ResumableRequest):
   return retryDelayMs(mapError(error, request.route, request.followRedirects), 1, { maxAttempts: Infinity, maxRetryAfterMs: request.maxRetryAfterMs }) !== undefined;
 }
 
+/** The error a stream ends with once its reconnects after the first answer ran out: the route, the budget and the last failure. */
+function budgetSpent(last: unknown, request: ResumableRequest): UpstreamResetError {
+  const upstream = `upstream${request.route === undefined ? '' : ` for route ${request.route}`}`;
+  const message = last instanceof Error ? last.message : String(last);
+  return new UpstreamResetError(`${upstream}: reconnect budget of ${request.maxReconnects} spent; last failure: ${message}`, {
+    cause: last,
+    errno: last instanceof UpstreamResetError ? last.errno : undefined,
+  });
+}
+
 function mapError(err: unknown, route?: string, follow?: FollowRedirects): unknown {
   // connectSse hands back any 3xx it did not follow; none reaches the client as it came.
   if (err instanceof SseHttpError && is3xx(err.status)) return unfollowedRedirect(err.status, route, follow);
@@ -211,15 +240,28 @@ class Handoff implements Subscriber<SseEvent> {
   private upstream: Subscription | undefined;
   private actual: Subscriber<SseEvent> | undefined;
   private terminal: { error?: unknown; complete?: true } | undefined;
+  private ended = false;
   readonly flow = new Flow<SseEvent>((actual) => {
     if (this.actual !== undefined) throw new Error('a resumable upstream stream may be subscribed once');
     this.actual = actual;
     this.onEarlyError = undefined;
-    actual.onSubscribe({ request: (n) => this.upstream?.request(n), cancel: () => this.upstream?.cancel() });
+    actual.onSubscribe({
+      request: (n) => this.upstream?.request(n),
+      cancel: () => {
+        this.end(undefined);
+        this.upstream?.cancel();
+      },
+    });
     const t = this.terminal;
-    if (t?.complete) actual.onComplete();
-    else if (t) actual.onError(t.error);
+    if (t?.complete) this.complete(actual);
+    else if (t) this.fail(actual, t.error);
   });
+
+  /** `map` types a failure as the gateway's errors (the route named); `onEnd` hears the flow's end once. */
+  constructor(
+    private readonly map: (error: unknown) => unknown,
+    private readonly onEnd: ((error: unknown) => void) | undefined,
+  ) {}
 
   onSubscribe(s: Subscription): void {
     this.upstream = s;
@@ -228,13 +270,27 @@ class Handoff implements Subscriber<SseEvent> {
     this.actual?.onNext(value);
   }
   onError(error: unknown): void {
-    if (this.actual) return this.actual.onError(mapError(error));
+    if (this.actual) return this.fail(this.actual, this.map(error));
     if (this.onEarlyError) return this.onEarlyError(error);
-    this.terminal = { error: mapError(error) };
+    this.terminal = { error: this.map(error) };
   }
   onComplete(): void {
-    if (this.actual) return this.actual.onComplete();
+    if (this.actual) return this.complete(this.actual);
     this.terminal = { complete: true };
     this.onEarlyError?.(new UpstreamResetError('upstream ended before it opened a stream'));
+  }
+
+  private fail(actual: Subscriber<SseEvent>, error: unknown): void {
+    this.end(error);
+    actual.onError(error);
+  }
+  private complete(actual: Subscriber<SseEvent>): void {
+    this.end(undefined);
+    actual.onComplete();
+  }
+  private end(error: unknown): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.onEnd?.(error);
   }
 }
