@@ -75,6 +75,18 @@ export function parsePrometheus(text: string): Map<string, number> {
   return out;
 }
 
+/** `tidegate_upstream_requests_total` by outcome (those above 0), and the sum of `tidegate_upstream_retries_total`. */
+export async function upstreamCounts(gw: RunningGateway): Promise<{ requests: Map<string, number>; retries: number }> {
+  const requests = new Map<string, number>();
+  let retries = 0;
+  for (const [key, value] of parsePrometheus(await gw.app.gateway.metrics.registry.metrics())) {
+    const outcome = /^tidegate_upstream_requests_total\{.*outcome="([^"]+)"/.exec(key);
+    if (outcome && value > 0) requests.set(outcome[1], (requests.get(outcome[1]) ?? 0) + value);
+    if (key.startsWith('tidegate_upstream_retries_total{')) retries += value;
+  }
+  return { requests, retries };
+}
+
 /** A whole HTTP answer as {@link ask} read it. */
 export interface Answer {
   status: number;

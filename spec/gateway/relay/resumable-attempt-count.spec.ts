@@ -4,7 +4,7 @@ import { parseConfig } from '../../../src/gateway/config';
 import { createLogger } from '../../../src/gateway/logger';
 import { startGateway, type RunningGateway } from '../../../src/gateway/server';
 import { sleep, waitFor } from '../../harness/net';
-import { CaptureTransport, parsePrometheus } from '../helpers';
+import { CaptureTransport, upstreamCounts } from '../helpers';
 
 // A stream that ends while it waits to retry its upstream's first failure counts the one request
 // the upstream got, by that request's outcome, and no retry: the attempt it waited for never ran.
@@ -58,18 +58,6 @@ describe.each(ROUTES)('a stream that ends during its first backoff, on $name', (
     await new Promise<void>((r) => upstream.close(() => r()));
   });
 
-  async function counted(): Promise<{ requests: Map<string, number>; retries: number }> {
-    const metrics = parsePrometheus(await gw.app.gateway.metrics.registry.metrics());
-    const requestsBy = new Map<string, number>();
-    let retries = 0;
-    for (const [key, value] of metrics) {
-      const outcome = /^tidegate_upstream_requests_total\{.*outcome="([^"]+)"/.exec(key);
-      if (outcome && value > 0) requestsBy.set(outcome[1], value);
-      if (key.startsWith('tidegate_upstream_retries_total{')) retries += value;
-    }
-    return { requests: requestsBy, retries };
-  }
-
   it('counts one attempt, its 503, and no retry when the client leaves', async () => {
     await start(0);
     let leave: () => void = () => undefined;
@@ -81,7 +69,7 @@ describe.each(ROUTES)('a stream that ends during its first backoff, on $name', (
     await waitFor(() => logs.lines.some((l) => l.message === 'stream'));
     expect(requests).toBe(1);
     expect(logs.lines.find((l) => l.message === 'stream')).toMatchObject({ attempts: 1 });
-    expect(await counted()).toEqual({ requests: new Map([['http_503', 1]]), retries: 0 });
+    expect(await upstreamCounts(gw)).toEqual({ requests: new Map([['http_503', 1]]), retries: 0 });
   });
 
   it('counts one attempt, its 503, and no retry when totalMs ends the wait', async () => {
@@ -91,7 +79,7 @@ describe.each(ROUTES)('a stream that ends during its first backoff, on $name', (
     await waitFor(() => logs.lines.some((l) => l.message === 'stream'));
     expect(requests).toBe(1);
     expect(logs.lines.find((l) => l.message === 'stream')).toMatchObject({ attempts: 1, outcome: 'timeout' });
-    expect(await counted()).toEqual({ requests: new Map([['http_503', 1]]), retries: 0 });
+    expect(await upstreamCounts(gw)).toEqual({ requests: new Map([['http_503', 1]]), retries: 0 });
   });
 });
 
@@ -127,15 +115,6 @@ describe('a resumable stream whose last reconnect does not answer a stream', () 
     await new Promise<void>((r) => upstream.close(() => r()));
   });
 
-  async function requestsBy(): Promise<Map<string, number>> {
-    const out = new Map<string, number>();
-    for (const [key, value] of parsePrometheus(await gw.app.gateway.metrics.registry.metrics())) {
-      const outcome = /^tidegate_upstream_requests_total\{.*outcome="([^"]+)"/.exec(key);
-      if (outcome && value > 0) out.set(outcome[1], value);
-    }
-    return out;
-  }
-
   it('counts a reconnect answered 404 by its status', async () => {
     await start((res) => {
       res.writeHead(404, { 'content-type': 'application/json' });
@@ -146,7 +125,7 @@ describe('a resumable stream whose last reconnect does not answer a stream', () 
     await waitFor(() => logs.lines.some((l) => l.message === 'stream'));
     expect(requests).toBe(2);
     expect(logs.lines.find((l) => l.message === 'stream')).toMatchObject({ attempts: 2 });
-    expect(await requestsBy()).toEqual(new Map([['ok', 1], ['http_404', 1]]));
+    expect(await upstreamCounts(gw)).toEqual({ requests: new Map([['ok', 1], ['http_404', 1]]), retries: 0 });
   });
 
   it('counts a reconnect in flight as the client leaves as aborted', async () => {
@@ -159,6 +138,6 @@ describe('a resumable stream whose last reconnect does not answer a stream', () 
     await answered;
     await waitFor(() => logs.lines.some((l) => l.message === 'stream'));
     expect(logs.lines.find((l) => l.message === 'stream')).toMatchObject({ attempts: 2 });
-    expect(await requestsBy()).toEqual(new Map([['ok', 1], ['aborted', 1]]));
+    expect(await upstreamCounts(gw)).toEqual({ requests: new Map([['ok', 1], ['aborted', 1]]), retries: 0 });
   });
 });
