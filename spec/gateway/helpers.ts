@@ -1,4 +1,5 @@
 import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import Transport from 'winston-transport';
 import { parseConfig } from '../../src/gateway/config';
 import { createLogger } from '../../src/gateway/logger';
@@ -73,6 +74,39 @@ export function parsePrometheus(text: string): Map<string, number> {
     out.set(`${m[1]}${m[2] ?? ''}`, Number(m[3]));
   }
   return out;
+}
+
+/** A gateway in front of a test upstream, as {@link resumableGateway} starts it. */
+export interface ResumableGateway {
+  gw: RunningGateway;
+  upstream: http.Server;
+  logs: CaptureTransport;
+  /** Closes the gateway, then the upstream and its connections. */
+  close(): Promise<void>;
+}
+
+/**
+ * A gateway whose one route, `/events`, is a resumable passthrough (`data: [DONE]` ends a
+ * stream) in front of an upstream `handler` serves on 127.0.0.1; `retry` and the route's
+ * `timeouts` override the defaults (`retry.baseDelayMs` 10).
+ */
+export async function resumableGateway(handler: http.RequestListener, options: { retry?: Record<string, number>; timeouts?: Record<string, number> } = {}): Promise<ResumableGateway> {
+  const upstream = http.createServer(handler);
+  await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
+  const logs = new CaptureTransport();
+  const routes = [{ path: '/events', provider: 'passthrough', resumable: true, terminator: { data: '[DONE]' }, ...(options.timeouts === undefined ? {} : { timeouts: options.timeouts }) }];
+  const gw = await startGateway(parseConfig({ port: 0, upstream: { url }, retry: { baseDelayMs: 10, ...options.retry }, routes }), { logger: createLogger({ transports: [logs] }) });
+  return {
+    gw,
+    upstream,
+    logs,
+    close: async () => {
+      await gw.close();
+      upstream.closeAllConnections();
+      await new Promise<void>((r) => upstream.close(() => r()));
+    },
+  };
 }
 
 /** `tidegate_upstream_requests_total` by outcome (those above 0), and the sum of `tidegate_upstream_retries_total`. */

@@ -1,10 +1,6 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { parseConfig } from '../../src/gateway/config';
-import { createLogger } from '../../src/gateway/logger';
-import { startGateway, type RunningGateway } from '../../src/gateway/server';
+import type { RunningGateway } from '../../src/gateway/server';
 import { sleep, waitFor } from '../harness/net';
-import { ask, CaptureTransport } from './helpers';
+import { ask, resumableGateway, type CaptureTransport } from './helpers';
 
 // The drain stops a resumable stream's waits only until its upstream first answered: once it
 // streams, a dropped upstream is reconnected through the grace, whether the drain started before
@@ -13,16 +9,16 @@ describe.each([
   { when: 'after its first answer', drainFirst: false },
   { when: 'while its first attempt is in flight', drainFirst: true },
 ])('a resumable stream the drain meets $when', ({ drainFirst }) => {
-  let upstream: http.Server;
   let requests = 0;
   let gw: RunningGateway;
   let logs: CaptureTransport;
+  let close: () => Promise<void>;
   let release: () => void = () => undefined;
 
   beforeEach(async () => {
     requests = 0;
     const released = new Promise<void>((r) => (release = r));
-    upstream = http.createServer((req, res) => {
+    ({ gw, logs, close } = await resumableGateway((req, res) => {
       const n = requests++;
       req.resume();
       if (n === 0) {
@@ -36,18 +32,9 @@ describe.each([
       }
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.end('id: 2\ndata: b\n\ndata: [DONE]\n\n');
-    });
-    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
-    const url = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
-    logs = new CaptureTransport();
-    const routes = [{ path: '/events', provider: 'passthrough', resumable: true, terminator: { data: '[DONE]' } }];
-    gw = await startGateway(parseConfig({ port: 0, upstream: { url }, retry: { baseDelayMs: 10 }, routes }), { logger: createLogger({ transports: [logs] }) });
+    }));
   });
-  afterEach(async () => {
-    await gw.close();
-    upstream.closeAllConnections();
-    await new Promise<void>((r) => upstream.close(() => r()));
-  });
+  afterEach(() => close());
 
   it('reconnects its dropped upstream within the grace and completes', async () => {
     const answer = ask(gw.port, 'GET', '/events');

@@ -4,7 +4,7 @@ import { parseConfig } from '../../../src/gateway/config';
 import { createLogger } from '../../../src/gateway/logger';
 import { startGateway, type RunningGateway } from '../../../src/gateway/server';
 import { sleep, waitFor } from '../../harness/net';
-import { CaptureTransport, upstreamCounts } from '../helpers';
+import { CaptureTransport, resumableGateway, upstreamCounts } from '../helpers';
 
 // A stream that ends while it waits to retry its upstream's first failure counts the one request
 // the upstream got, by that request's outcome, and no retry: the attempt it waited for never ran.
@@ -86,14 +86,14 @@ describe.each(ROUTES)('a stream that ends during its first backoff, on $name', (
 // Once streaming, each reconnect is one more upstream request, counted by its outcome even when
 // it is the last one: refused by the upstream, or still in flight as the client leaves.
 describe('a resumable stream whose last reconnect does not answer a stream', () => {
-  let upstream: http.Server;
   let requests = 0;
   let gw: RunningGateway;
   let logs: CaptureTransport;
+  let close: () => Promise<void>;
 
   async function start(second: (res: http.ServerResponse) => void): Promise<void> {
     requests = 0;
-    upstream = http.createServer((req, res) => {
+    ({ gw, logs, close } = await resumableGateway((req, res) => {
       req.resume();
       if (requests++ === 0) {
         res.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -102,18 +102,9 @@ describe('a resumable stream whose last reconnect does not answer a stream', () 
         return;
       }
       second(res);
-    });
-    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
-    const url = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
-    logs = new CaptureTransport();
-    const routes = [{ path: '/events', provider: 'passthrough', resumable: true, terminator: { data: '[DONE]' } }];
-    gw = await startGateway(parseConfig({ port: 0, upstream: { url }, retry: { baseDelayMs: 10 }, routes }), { logger: createLogger({ transports: [logs] }) });
+    }));
   }
-  afterEach(async () => {
-    await gw.close();
-    upstream.closeAllConnections();
-    await new Promise<void>((r) => upstream.close(() => r()));
-  });
+  afterEach(() => close());
 
   it('counts a reconnect answered 404 by its status', async () => {
     await start((res) => {

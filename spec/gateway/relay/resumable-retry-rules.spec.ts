@@ -1,9 +1,6 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { parseConfig } from '../../../src/gateway/config';
-import { createLogger } from '../../../src/gateway/logger';
-import { startGateway, type RunningGateway } from '../../../src/gateway/server';
-import { ask, CaptureTransport } from '../helpers';
+import type http from 'node:http';
+import type { RunningGateway } from '../../../src/gateway/server';
+import { ask, resumableGateway, type CaptureTransport } from '../helpers';
 
 // Before its first answer a resumable route retries by the rules of every route (429, 502, 503
 // and failures before a status line; never an answer the HTTP parser refused, never past
@@ -17,24 +14,19 @@ describe('a resumable route retrying its upstream', () => {
   let requests = 0;
   let gw: RunningGateway;
   let logs: CaptureTransport;
+  let close: () => Promise<void>;
 
   async function start(script: Script, retry: Record<string, number> = {}, timeouts: Record<string, number> = {}): Promise<void> {
     requests = 0;
-    upstream = http.createServer((req, res) => {
-      req.resume();
-      script(req, res, requests++);
-    });
-    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
-    const url = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
-    logs = new CaptureTransport();
-    const routes = [{ path: '/events', provider: 'passthrough', resumable: true, terminator: { data: '[DONE]' }, timeouts }];
-    gw = await startGateway(parseConfig({ port: 0, upstream: { url }, retry: { baseDelayMs: 10, maxAttempts: 3, ...retry }, routes }), { logger: createLogger({ transports: [logs] }) });
+    ({ gw, upstream, logs, close } = await resumableGateway(
+      (req, res) => {
+        req.resume();
+        script(req, res, requests++);
+      },
+      { retry, timeouts },
+    ));
   }
-  afterEach(async () => {
-    await gw.close();
-    upstream.closeAllConnections();
-    await new Promise<void>((r) => upstream.close(() => r()));
-  });
+  afterEach(() => close());
 
   it("passes a Retry-After over maxRetryAfterMs through at once, with the upstream's status", async () => {
     await start((_req, res) => {
