@@ -2,6 +2,14 @@ import { TidegateError } from '../errors';
 import { isMediaType } from './media-type';
 
 /**
+ * How an error names the upstream: `upstream for route /v1/chat/completions`, or `upstream`
+ * when no route is known; never its URL, whose host, userinfo or query a client must not see.
+ */
+export function upstreamOf(route: string | undefined): string {
+  return route ? `upstream for route ${route}` : 'upstream';
+}
+
+/**
  * The upstream answered with an HTTP error before streaming (`ERR_TIDEGATE_UPSTREAM_STATUS`).
  * `status` and the upstream's `body` text are passed through to the client as an HTTP error.
  */
@@ -40,7 +48,7 @@ export class UpstreamRedirectError extends TidegateError {
     route?: string | undefined,
     readonly reason: RedirectRefusal = 'not-followed',
   ) {
-    const upstream = `upstream${route === undefined ? '' : ` for route ${route}`}`;
+    const upstream = upstreamOf(route);
     super(
       'ERR_TIDEGATE_UPSTREAM_REDIRECT',
       reason === 'too-many'
@@ -120,7 +128,7 @@ export function networkError(err: unknown, status: number | undefined, route: st
   const e = err as { code?: unknown; errno?: unknown } | undefined;
   const code = typeof e?.code === 'string' && e.code !== 'FETCH_ERROR' ? e.code : typeof e?.errno === 'string' ? e.errno : 'connection error';
   // Before the status line the route says which upstream; a break mid-body reads the same on every route.
-  const upstream = `upstream${route === undefined ? '' : ` for route ${route}`}`;
+  const upstream = upstreamOf(route);
   const errno = code === 'connection error' ? undefined : code;
   if (status === undefined && errno !== undefined && UNREACHABLE_ERRNOS.has(errno)) return new UpstreamUnreachableError(`${upstream} unreachable (${code})`, { cause: err, errno });
   const answered = errno?.startsWith('HPE_') === true;
@@ -146,7 +154,7 @@ export class UpstreamBodyTooLargeError extends TidegateError {
     readonly maxBytes: number,
     route = '',
   ) {
-    super('ERR_TIDEGATE_UPSTREAM_BODY_TOO_LARGE', `upstream${route ? ` for route ${route}` : ''} answered HTTP ${upstreamStatus} with a body over ${maxBytes} bytes`);
+    super('ERR_TIDEGATE_UPSTREAM_BODY_TOO_LARGE', `${upstreamOf(route)} answered HTTP ${upstreamStatus} with a body over ${maxBytes} bytes`);
   }
 }
 
@@ -167,7 +175,7 @@ export class UpstreamNotStreamError extends TidegateError {
     readonly contentType: string | undefined,
     route = '',
   ) {
-    const upstream = `upstream${route ? ` for route ${route}` : ''}`;
+    const upstream = upstreamOf(route);
     const sent = contentType === undefined || contentType === '' ? 'no content type' : isMediaType(contentType, 'application/json') ? 'application/json' : 'another content type';
     super(
       'ERR_TIDEGATE_UPSTREAM_NOT_STREAM',

@@ -4,7 +4,7 @@ import { Flow } from '../../flow/flow';
 import type { Subscriber, Subscription } from '../../flow/types';
 import type { SseEvent } from '../../sse/codec/parser';
 import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_FIRST_BYTE_TIMEOUT_MS, is3xx, unfollowedRedirect, type FollowRedirects } from '../../http/call';
-import { UpstreamHttpError, UpstreamNotStreamError, UpstreamRedirectError, UpstreamResetError, UpstreamUnreachableError } from '../../http/errors';
+import { UpstreamHttpError, UpstreamNotStreamError, UpstreamRedirectError, UpstreamResetError, upstreamOf } from '../../http/errors';
 import { retryDelayMs } from '../../http/retry';
 import type { AbortSignalLike } from '../../http/abort-signal-like';
 
@@ -83,7 +83,7 @@ export interface ResumableRequest {
  *
  * Errors (rejection): {@link UpstreamHttpError} for an HTTP error before the first connection
  * opened, {@link UpstreamRedirectError} for a 3xx it did not follow, {@link UpstreamNotStreamError}
- * for a 2xx that is not a 200 `text/event-stream`, {@link UpstreamUnreachableError} when its last attempt could not connect at all
+ * for a 2xx that is not a 200 `text/event-stream`, `UpstreamUnreachableError` when its last attempt could not connect at all
  * (refused, unresolvable, no route), {@link UpstreamResetError} when it failed otherwise, the
  * signal's reason.
  */
@@ -126,8 +126,9 @@ export function openResumableStream(request: ResumableRequest): Promise<Flow<Sse
       attachHeld: request.attachHeld,
       isTerminal: request.isTerminal,
       reconnectFilter: (error) => {
-        if (!reconnects(error, opened, request)) return false;
-        if (opened && ++reconnectsAfterOpen > request.maxReconnects) throw budgetSpent(map(error), request);
+        const failure = map(error);
+        if (!reconnects(failure, opened, request.maxRetryAfterMs)) return false;
+        if (opened && ++reconnectsAfterOpen > request.maxReconnects) throw budgetSpent(failure, request);
         return true;
       },
       onConnecting: () => request.onConnecting?.(),
@@ -189,23 +190,22 @@ class UntilOpen implements AbortSignalLike {
 }
 
 /**
- * Whether a failed connection is reconnected. Before the first answer, by the rules every route
- * retries by (`retryDelayMs`: a network error before a status line, a connect timeout, 429, 502
- * or 503; never an answer Node's HTTP parser refused, which may be billed); after it, any failure
- * (the route resumes with `Last-Event-ID`). A `Retry-After` over `maxRetryAfterMs` is never
- * waited for: the upstream's answer passes through.
+ * Whether a failed connection (`failure`, typed by `mapError`) is reconnected. Before the first
+ * answer, by the rules every route retries by (`retryDelayMs`: a network error before a status
+ * line, a connect timeout, 429, 502 or 503; never an answer Node's HTTP parser refused, which may
+ * be billed); after it, any failure (the route resumes with `Last-Event-ID`). A `Retry-After`
+ * over `maxRetryAfterMs` is never waited for: the upstream's answer passes through.
  */
-function reconnects(error: unknown, opened: boolean, request: ResumableRequest): boolean {
-  if (error instanceof SseHttpError && error.retryAfterMs !== undefined && error.retryAfterMs > request.maxRetryAfterMs) return false;
+function reconnects(failure: unknown, opened: boolean, maxRetryAfterMs: number): boolean {
+  if (failure instanceof UpstreamHttpError && failure.retryAfterMs !== undefined && failure.retryAfterMs > maxRetryAfterMs) return false;
   if (opened) return true;
-  return retryDelayMs(mapError(error, request.route, request.followRedirects), 1, { maxAttempts: Infinity, maxRetryAfterMs: request.maxRetryAfterMs }) !== undefined;
+  return retryDelayMs(failure, 1, { maxAttempts: Infinity, maxRetryAfterMs }) !== undefined;
 }
 
 /** The error a stream ends with once its reconnects after the first answer ran out: the route, the budget and the last failure. */
 function budgetSpent(last: unknown, request: ResumableRequest): UpstreamResetError {
-  const upstream = `upstream${request.route === undefined ? '' : ` for route ${request.route}`}`;
   const message = last instanceof Error ? last.message : String(last);
-  return new UpstreamResetError(`${upstream}: reconnect budget of ${request.maxReconnects} spent; last failure: ${message}`, {
+  return new UpstreamResetError(`${upstreamOf(request.route)}: reconnect budget of ${request.maxReconnects} spent; last failure: ${message}`, {
     cause: last,
     errno: last instanceof UpstreamResetError ? last.errno : undefined,
   });
@@ -219,14 +219,10 @@ function mapError(err: unknown, route?: string, follow?: FollowRedirects): unkno
   if (err instanceof SseHttpError && err.status >= 200 && err.status <= 299) return new UpstreamNotStreamError(err.status, err.contentType, route);
   if (err instanceof SseHttpError) return new UpstreamHttpError(err.status, err.body, err.contentType, err.retryAfterMs, err.allow);
   if (err instanceof SseConnectionError) {
-    // Refused, unresolvable or unroutable on the last attempt: unreachable, as on every other route.
+    // The last connection's own failure, typed and worded by the HTTP stack as on every route
+    // (unreachable or reset, the route named, its errno logged); an EOF has none.
     const last = err.cause;
-    if (last instanceof UpstreamUnreachableError && last.errno !== undefined) {
-      return new UpstreamUnreachableError(`upstream${route === undefined ? '' : ` for route ${route}`} unreachable (${last.errno})`, { cause: err, errno: last.errno });
-    }
-    // The last connection's own failure, as every route types it (its message names the route, its errno is logged).
-    if (last instanceof UpstreamResetError && err.message === `SSE connection failed: ${last.message}`) return last;
-    return new UpstreamResetError(err.message, { cause: err, errno: last instanceof UpstreamResetError ? last.errno : undefined });
+    return last instanceof UpstreamResetError ? last : new UpstreamResetError(err.message, { cause: err });
   }
   return err;
 }
