@@ -132,6 +132,11 @@ async function resumableEvents(stream: StreamContext, request: UpstreamRequest, 
   let inFlight = false;
   let opened = false;
   let failedBeforeOpen: { error: unknown } | undefined;
+  // The request in flight got its answer, or ended without one: counted once, by `outcome`.
+  const settle = (outcome: string): void => {
+    if (inFlight) stream.countUpstream(outcome);
+    inFlight = false;
+  };
   const decoded = await openResumableStream({
     url: request.url,
     method: request.method ?? 'GET',
@@ -164,24 +169,18 @@ async function resumableEvents(stream: StreamContext, request: UpstreamRequest, 
       failedBeforeOpen = undefined;
     },
     onOpen: () => {
-      inFlight = false;
       opened = true;
-      stream.countUpstream('ok');
+      settle('ok');
     },
     onReconnect: (error) => {
-      if (inFlight) stream.countUpstream(upstreamOutcome(error));
-      inFlight = false;
+      settle(upstreamOutcome(error));
       if (!opened) failedBeforeOpen = { error };
     },
     // A request still in flight when the stream ends (its last reconnect failed, the client left,
     // the grace ran out) counts by how it ended.
-    onEnd: (error) => {
-      if (inFlight) stream.countUpstream(error === undefined ? 'aborted' : upstreamOutcome(error));
-      inFlight = false;
-    },
+    onEnd: (error) => settle(error === undefined ? 'aborted' : upstreamOutcome(error)),
   }).catch((err: unknown) => {
-    if (inFlight) stream.countUpstream(upstreamOutcome(err));
-    inFlight = false;
+    settle(upstreamOutcome(err));
     throw err;
   });
   return decoded.pipe(adaptProvider(stream.adapter));
