@@ -90,6 +90,36 @@ describe('connectSse and WHATWG HTML §9.2', () => {
       expect(delays).toEqual([50]);
       expect(server.requests).toHaveLength(2);
     });
+
+    it('keeps the backoff growing after a retry: 0 (the floor is 0, the base stays initialDelayMs)', async () => {
+      const delays: number[] = [];
+      const server = await serve((_req, res, i) => {
+        if (i === 0) {
+          sseHead(res);
+          res.end('retry: 0\ndata: a\n\n');
+        } else if (i < 4) {
+          res.writeHead(503).end();
+        } else {
+          sseHead(res);
+          res.end('data: [DONE]\n\n');
+        }
+      });
+      const c = collect(connectSse(server.url, { random: () => 0.5, initialDelayMs: 20, onReconnect: (r) => delays.push(r.delayMs), isTerminal: isDone }));
+      expect(await within(c.done, 3000)).toEqual({});
+      expect(delays).toEqual([10, 20, 40, 80]);
+      expect(server.requests).toHaveLength(5);
+    });
+
+    it("grows a 'reconnects' backoff from initialDelayMs past a retry: 0 on every connection", async () => {
+      const delays: number[] = [];
+      const server = await serve((_req, res, i) => {
+        sseHead(res);
+        res.end(i < 4 ? `retry: 0\ndata: ${i}\n\n` : 'data: [DONE]\n\n');
+      });
+      const c = collect(connectSse(server.url, { random: () => 0, initialDelayMs: 20, backoffGrowth: 'reconnects', onReconnect: (r) => delays.push(r.delayMs), isTerminal: isDone }));
+      expect(await within(c.done, 3000)).toEqual({});
+      expect(delays).toEqual([10, 20, 40, 80]);
+    });
   });
 
   describe('a status other than 200 fails the connection', () => {

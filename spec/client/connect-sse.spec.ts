@@ -119,15 +119,15 @@ describe('connectSse', () => {
       expect(server.requests[1].headers['last-event-id']).toBe('x');
     });
 
-    it("starts the backoff from the server's retry: field", async () => {
+    it("starts the backoff from a server's retry: above initialDelayMs", async () => {
       const delays: SseReconnectInfo[] = [];
       const server = await serve((_req, res, i) => {
         sseHead(res);
         res.end(i === 0 ? 'retry: 50\ndata: a\n\n' : 'data: [DONE]\n\n');
       });
-      const c = collect(connectSse(server.url, { random: () => 0.5, onReconnect: (r) => delays.push(r), isTerminal: isDone }));
+      const c = collect(connectSse(server.url, { random: () => 0.5, initialDelayMs: 20, onReconnect: (r) => delays.push(r), isTerminal: isDone }));
       expect(await within(c.done, 3000)).toEqual({});
-      expect(delays.map((d) => d.delayMs)).toEqual([75]); // retry: 50, then jitter 0.5 * 50 (not 0.5 * initialDelayMs, 1000)
+      expect(delays.map((d) => d.delayMs)).toEqual([75]); // retry: 50, then jitter 0.5 * 50 (not 0.5 * initialDelayMs, 20)
       const gap = server.requests[1].at - server.requests[0].at;
       expect(gap).toBeGreaterThanOrEqual(20);
     });

@@ -68,11 +68,14 @@ export interface ConnectSseOptions {
    * What the backoff's exponent counts (default `'failures'`): `'failures'` in a row (an event
    * resets it, as EventSource), or every reconnect of the stream (`'reconnects'`): then the delay
    * grows with each reconnect even when every connection delivered an event, and it is never
-   * below the server's `retry:` (window `base * 2^(n-1)`, delay uniform in its upper half, at
-   * least `retry:` and `Retry-After`).
+   * below the server's `retry:` (window `initialDelayMs * 2^(n-1)`, delay uniform in its upper
+   * half, at least `retry:` and `Retry-After`).
    */
   backoffGrowth?: 'failures' | 'reconnects' | undefined;
-  /** Base of the exponential backoff when the server sent no `retry:` field (default 1000 ms). */
+  /**
+   * Base of the exponential backoff (default 1000 ms); with `backoffGrowth: 'failures'` a server's
+   * larger `retry:` replaces it, a smaller one (even `retry: 0`) does not.
+   */
   initialDelayMs?: number | undefined;
   /** Ceiling of the backoff window (default 30000 ms). A `Retry-After` may exceed it. */
   maxDelayMs?: number | undefined;

@@ -96,24 +96,26 @@ export class Reconnection {
   /**
    * `backoffGrowth: 'failures'`: the server's reconnection time (`retry:`, §9.2.3 "wait a delay
    * equal to the reconnection time"; 0 until it sent one), then "optionally, wait some more": full
-   * jitter over `min(maxDelayMs, base * 2^(attempt-1))` with `base` the `retry:` or
-   * `initialDelayMs`. `maxDelayMs` bounds the jitter, never the server's `retry:`; a
-   * `Retry-After` is a floor.
+   * jitter over `min(maxDelayMs, base * 2^(attempt-1))` with `base` the larger of `retry:` and
+   * `initialDelayMs`, so a `retry: 0` cannot collapse the backoff into a reconnect loop.
+   * `maxDelayMs` bounds the jitter, never the server's `retry:`; a `Retry-After` is a floor.
    */
   private delayMs(attempt: number, retryAfterMs: number | undefined): number {
     const retryMs = this.serverRetryMs ?? 0;
-    const jitter = backoffDelayMs({ attempt, baseMs: this.serverRetryMs ?? this.options.initialDelayMs, maxDelayMs: this.options.maxDelayMs, random: this.options.random });
+    const baseMs = Math.max(retryMs, this.options.initialDelayMs);
+    const jitter = backoffDelayMs({ attempt, baseMs, maxDelayMs: this.options.maxDelayMs, random: this.options.random });
     return Math.max(retryMs + jitter, retryAfterMs ?? 0);
   }
 
   /**
-   * `backoffGrowth: 'reconnects'`: the window `base * 2^(reconnects-1)` (capped at `maxDelayMs`,
-   * but never below the server's `retry:`), the delay uniform in its upper half ("equal jitter"),
-   * so it grows with every reconnect; at least `retry:` and `Retry-After`.
+   * `backoffGrowth: 'reconnects'`: the window `initialDelayMs * 2^(reconnects-1)` (capped at
+   * `maxDelayMs`, but never below the server's `retry:`), the delay uniform in its upper half
+   * ("equal jitter"), so it grows with every reconnect; at least `retry:` and `Retry-After`. The
+   * server's `retry:` is a floor only: a `retry: 0` cannot stop the growth.
    */
   private growingDelayMs(retryAfterMs: number | undefined): number {
     const retryMs = this.serverRetryMs;
-    const base = retryMs ?? this.options.initialDelayMs;
+    const base = this.options.initialDelayMs;
     const window = Math.max(Math.min(this.options.maxDelayMs, base * 2 ** Math.min(this.reconnects - 1, 52)), retryMs ?? 0);
     const r = Math.min(Math.max(this.options.random(), 0), 1);
     const delay = Math.floor(window / 2 + (r * window) / 2);

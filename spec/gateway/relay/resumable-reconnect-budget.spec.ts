@@ -84,6 +84,16 @@ describe('resumable route: reconnect budget', () => {
     for (const gap of backoffGaps(t.arrivals)) expect(gap).toBeGreaterThanOrEqual(295);
   });
 
+  it("grows the delays from baseDelayMs when the upstream's retry: is 0", async () => {
+    t = await silentUpstreamGateway({ maxReconnects: 3, baseDelayMs: 100, maxDelayMs: 5000 }, 'retry: 0\n');
+    const res = await fetch(`${t.gw.url}/events`, { signal: AbortSignal.timeout(15_000) });
+    expect(await res.text()).toContain('reconnect budget of 3 spent');
+    expect(t.arrivals).toHaveLength(4);
+    // The upper halves of 100·2^(n-1) ms: at least 50, 100, 200; a retry: 0 is a floor of 0, not the base.
+    const floors = [50, 100, 200];
+    backoffGaps(t.arrivals).forEach((gap, i) => expect(gap).toBeGreaterThanOrEqual(floors[i] - 5));
+  });
+
   it("caps the upstream's retry: at retry.maxDelayMs", async () => {
     t = await silentUpstreamGateway({ maxReconnects: 2, baseDelayMs: 1, maxDelayMs: 100 }, 'retry: 3600000\n');
     const started = performance.now();
