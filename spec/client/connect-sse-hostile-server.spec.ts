@@ -1,5 +1,6 @@
 import zlib from 'node:zlib';
 import { connectSse } from '../../src/client';
+import { UpstreamUpgradeError } from '../../src/http/errors';
 import { sleep } from '../harness/net';
 import { collect, scriptedServers, sseHead, within } from './helpers';
 
@@ -17,6 +18,19 @@ describe('connectSse against hostile servers', () => {
     expect(await within(c.done, 3000)).toEqual({});
     expect(c.events.map((e) => e.data)).toEqual(['zipped', '[DONE]']);
     expect(server.requests[0]?.headers['accept-encoding']).toBe('identity');
+  });
+
+  it('fails at once, without reconnecting, when the server switches protocols (101)', async () => {
+    const server = await serve((_req, res) => {
+      res.socket?.write('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n');
+    });
+    // Default options: no timeout that would end a wait for an answer that never comes.
+    const c = collect(connectSse(server.url));
+    const { error } = await within(c.done, 3000);
+    expect(error).toBeInstanceOf(UpstreamUpgradeError);
+    expect(error).toMatchObject({ code: 'ERR_TIDEGATE_UPSTREAM_RESET', status: 101 });
+    await sleep(50);
+    expect(server.requests).toHaveLength(1);
   });
 
   it('streams gzip events as they are flushed, not at the end of the body', async () => {

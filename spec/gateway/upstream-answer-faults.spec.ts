@@ -19,6 +19,10 @@ const MODES: Record<string, (res: http.ServerResponse) => void> = {
     res.writeHead(200, { 'content-type': 'application/json', 'x-big': 'h'.repeat(60_000) });
     res.end('{"object":"list","data":[]}');
   },
+  // 101 Switching Protocols, then the connection held open.
+  switching: (res) => {
+    res.socket?.write('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n');
+  },
   // 500 JSON, part of the body, then silence.
   'error-stall': (res) => {
     res.writeHead(500, { 'content-type': 'application/json' });
@@ -115,6 +119,21 @@ describe('upstream answers that stall or cannot be parsed', () => {
     const stream = await post('/huge-headers/v1/chat/completions', { ...chat, stream: true });
     expect(stream.status).toBe(502);
     expect(requests['huge-headers']).toBe(before + 2);
+  });
+
+  it('a 101 Switching Protocols is answered 502, not a first-byte 504, never retried, its connection closed', async () => {
+    const before = requests.switching ?? 0;
+    const closedBefore = closed;
+    for (const [i, stream] of [false, true].entries()) {
+      const res = await post('/switching/v1/chat/completions', { ...chat, stream });
+      expect(res.status).toBe(502);
+      expect(res.json()).toMatchObject({ error: { code: 'ERR_TIDEGATE_UPSTREAM_RESET', message: 'upstream for route /switching/v1/chat/completions switched protocols (HTTP 101) instead of answering' } });
+      expect(requests.switching).toBe(before + i + 1);
+    }
+    const anthropic = await post('/switching/v1/messages', { ...messages, stream: true });
+    expect(anthropic.status).toBe(502);
+    expect(anthropic.json()).toMatchObject({ type: 'error', error: { type: 'api_error' } });
+    await waitFor(() => closed >= closedBefore + 3);
   });
 
   it('an error body that stalls is relayed with the upstream status and what arrived', async () => {

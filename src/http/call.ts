@@ -11,7 +11,7 @@ import { fromReadable } from '../flow/sources/readable';
 import { timerScheduler } from '../flow/timer-scheduler';
 import type { FlowContext, Subscriber } from '../flow/types';
 import { readBounded } from './read-bounded';
-import { DEFAULT_MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES, MAX_REDIRECTS, networkError, UpstreamBodyTooLargeError, UpstreamRedirectError } from './errors';
+import { DEFAULT_MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES, MAX_REDIRECTS, networkError, UpstreamBodyTooLargeError, UpstreamRedirectError, UpstreamUpgradeError } from './errors';
 import { bypassBodyCallbacks } from './body-bypass';
 import { bodyIsResponse, callAgent, CallSignal, dropReceivedHeaders, dropSentHeaders, expectRedirect, readCallOf, releaseFetchListeners, setReadCall, withClientRequest, type SizedReadCall } from './node-hooks';
 import { markListeners, type ListenerMark } from './listener-mark';
@@ -215,6 +215,13 @@ export class UpstreamCall implements SizedReadCall {
         socket.once('connect', () => this.clearConnect());
       });
     }
+    // A `101 Switching Protocols`: without this listener Node destroys the socket and emits only
+    // 'close', which node-fetch never settles on (the call would wait out firstByteMs). An
+    // upgraded connection is no answer to relay: the call fails now, and is not retried.
+    req.once('upgrade', (res: http.IncomingMessage, socket: Socket) => {
+      socket.destroy();
+      this.abort(new UpstreamUpgradeError(res.statusCode, this.request.route));
+    });
     req.once('response', (res: http.IncomingMessage) => {
       this.onResponse(res);
       // node-fetch adds its own next (this listener runs first): they are the ones after this mark.

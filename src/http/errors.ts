@@ -138,6 +138,20 @@ export function networkError(err: unknown, status: number | undefined, route: st
 }
 
 /**
+ * The upstream switched protocols (`101 Switching Protocols` with an `Upgrade`): its connection
+ * is no HTTP answer any more, so there is nothing to relay or read. A kind of
+ * {@link UpstreamResetError} (`ERR_TIDEGATE_UPSTREAM_RESET`, HTTP 502 to the client) that counts
+ * as `answered`: the gateway never retries it, and `connectSse` fails at once (WHATWG HTML
+ * §9.2.3: a status other than 200 fails the connection). The message names the route, never
+ * the URL.
+ */
+export class UpstreamUpgradeError extends UpstreamResetError {
+  constructor(status: number | undefined, route: string | undefined) {
+    super(`${upstreamOf(route)} switched protocols (HTTP ${status ?? 101}) instead of answering`, { status: status ?? 101, answered: true });
+  }
+}
+
+/**
  * An upstream body was larger than the gateway reads (`ERR_TIDEGATE_UPSTREAM_BODY_TOO_LARGE`,
  * HTTP 502 to the client): a non-stream answer over `upstream.maxBodyBytes`, or an error body
  * over {@link MAX_ERROR_BODY_BYTES}. The upstream request was aborted (its socket destroyed) as

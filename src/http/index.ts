@@ -8,6 +8,7 @@ export {
   UpstreamRedirectError,
   UpstreamResetError,
   UpstreamUnreachableError,
+  UpstreamUpgradeError,
   UNREACHABLE_ERRNOS,
   UpstreamStreamError,
   UpstreamTruncatedError,
