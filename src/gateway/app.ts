@@ -173,10 +173,14 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
   const uploading = new Set<() => void>();
   /** Responses of ended streams not yet handed whole to the kernel (see GatewayControl.flushing). */
   const unflushed = new Set<Response>();
+  /** Responses of running streams (relayed or resumed): those not answered yet when the drain begins are told to close. */
+  const live = new Set<Response>();
   /** Runs one stream (relayed or resumed) on `res`, counted for readiness and the drain; its end ends `slot`. */
   const track = (res: Response, run: Promise<void>, slot?: BoundSlot | undefined): void => {
     active++;
+    live.add(res);
     void run.finally(() => {
+      live.delete(res);
       slot?.end();
       if (!res.writableFinished && !res.destroyed) {
         unflushed.add(res);
@@ -444,6 +448,9 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
     },
     async drain(graceMs: number) {
       ready = false;
+      // Admitted before the drain and not answered yet: their answers, whatever they are, close
+      // the connection as every other answer of the drain does.
+      for (const res of live) if (!res.headersSent) res.setHeader('Connection', 'close');
       draining.abort(new ShutdownError());
       playground?.close();
       for (const refuse of [...uploading]) refuse();

@@ -52,7 +52,7 @@ export function scheduleEarlyCommit(res: ServerResponse, options: EarlyCommitOpt
     res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
     res.setHeader('Cache-Control', 'no-cache, no-transform');
     res.setHeader('X-Accel-Buffering', 'no');
-    if (res.req?.httpVersionMajor === 1 && res.shouldKeepAlive) res.setHeader('Connection', 'keep-alive');
+    if (res.req?.httpVersionMajor === 1 && res.shouldKeepAlive && !res.hasHeader('Connection')) res.setHeader('Connection', 'keep-alive');
     for (const [name, value] of Object.entries(options.headers)) res.setHeader(name, value);
     res.flushHeaders();
     res.socket?.setNoDelay(true);
