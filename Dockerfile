@@ -8,6 +8,7 @@ COPY package.json package-lock.json ./
 # --ignore-scripts: the sources are not copied yet (the `prepare` build runs below)
 RUN npm ci --no-audit --no-fund --ignore-scripts
 COPY tsconfig.json tsconfig.build.json ./
+COPY scripts ./scripts
 COPY src ./src
 RUN npm run build && npm prune --omit=dev
 

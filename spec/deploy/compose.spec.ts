@@ -115,12 +115,20 @@ describe('docker-compose.yml', () => {
 });
 
 describe('deploy/gateway.yaml', () => {
-  it('is a valid gateway config whose routes resume through redis (the url from REDIS_URL)', () => {
+  it('is a valid gateway config serving every default route, the streaming ones resumable through redis (the url from REDIS_URL)', () => {
     const config = loadConfig({ file: path.join(ROOT, 'deploy/gateway.yaml'), env: { REDIS_URL: 'redis://redis:6379' } });
     const routes = resolveRoutes(config, 'http://simulator:9090');
-    expect(routes.map((r) => r.path)).toEqual(['/v1/chat/completions', '/v1/messages']);
-    for (const r of routes) expect(r.resume?.store).toBe('redis');
+    const defaults = resolveRoutes(loadConfig({ env: {} }), 'http://simulator:9090');
+    expect(routes.map((r) => [r.path, r.provider, r.api])).toEqual(defaults.map((r) => [r.path, r.provider, r.api]));
+    const streaming = ['chat', 'responses', 'completions', 'messages'];
+    for (const r of routes) expect([r.api, r.resume?.store]).toEqual([r.api, streaming.includes(r.api) ? 'redis' : undefined]);
     expect(config.redis.url).toBe('redis://redis:6379');
+  });
+
+  it('reads the client address nginx forwards, so the per-client cap counts clients, not nginx', () => {
+    const config = loadConfig({ file: path.join(ROOT, 'deploy/gateway.yaml'), env: {} });
+    expect(config.limits.clientAddressHeader).toBe('x-forwarded-for');
+    expect(fs.readFileSync(path.join(ROOT, 'deploy/nginx.conf'), 'utf8')).toMatch(/proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;/);
   });
 });
 
@@ -132,6 +140,20 @@ describe('Dockerfile', () => {
     expect(text).toMatch(/^RUN npm ci\b/m);
     expect(text).toMatch(/^RUN npm run build\b/m);
     expect(text).toMatch(/^COPY --from=build /m);
+  });
+
+  it('copies every file `npm run build` reads before it runs it', () => {
+    const lines = text.split('\n');
+    const buildAt = lines.findIndex((l) => /^RUN npm run build\b/.test(l));
+    const copied = lines
+      .slice(0, buildAt)
+      .filter((l) => /^COPY (?!--from)/.test(l))
+      .flatMap((l) => l.replace(/^COPY /, '').trim().split(/\s+/).slice(0, -1));
+    const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+    // The build script's files, the tsconfig it names (and the one that extends), the sources.
+    const needed = [...pkg.scripts.build.split(/\s+/).filter((w) => fs.existsSync(path.join(ROOT, w)) && fs.statSync(path.join(ROOT, w)).isFile()), 'tsconfig.build.json', 'tsconfig.json', 'src/index.ts'];
+    expect(needed).toContain('scripts/build-dist.js');
+    for (const file of needed) expect([file, copied.find((c) => file === c || file.startsWith(`${c.replace(/\/$/, '')}/`))]).toEqual([file, expect.any(String)]);
   });
 
   it('starts the gateway by default, with the node flags of npm start', () => {
