@@ -1,6 +1,6 @@
 'use strict';
 // tidegate benchmark harness: `npm run bench` (full, ~50 min on 2 cores) or `npm run bench:quick`
-// (< 3 min). Starts a fake upstream, each system under test and a load generator, all on
+// (3–4 min). Starts a fake upstream, each system under test and a load generator, all on
 // 127.0.0.1; runs the scenarios of bench/scenarios/ one after another, each system in turn; prints
 // tables, writes bench/results/*.json, docs/img/bench-*.svg and docs/benchmarks.md.
 //
@@ -54,7 +54,7 @@ const WRITE_DOCS = argv.includes('--docs') || (!QUICK && !argv.includes('--no-do
 const fd = procs.fdLimits();
 const S4_MAX = Math.max(100, Math.floor((fd.hard - 300) / 2)); // a proxy holds 2 fds per stream
 
-/** All counts and durations, bounded; quick mode keeps the whole run under 3 minutes. */
+/** All counts and durations, bounded; quick mode keeps the whole run to a few minutes. */
 const P = QUICK
   ? {
       s1: { clients: 20, rate: 20000, eventBytes: 100, durationMs: 2000, slowBps: 2048, stallTimeoutMs: 700, stallSlackMs: 1000, drainMs: 500, maxDrainMs: 1500, drainIdleMs: 1000, lateMs: 1000, snapshotsAt: [0.75, 1] },
