@@ -7,6 +7,7 @@ import { writeWhole } from '../../express/bridge/await-delivery';
 import { codeOf } from '../../express/error-shapes';
 import type { StreamContext } from './context';
 import { errorOutcome } from './outcome';
+import { wholeAnswerUsage } from '../../providers/whole-usage';
 
 /**
  * The `whole` way: one whole upstream answer relayed as it came (status, content type, body),
@@ -37,6 +38,11 @@ function sendWhole(stream: StreamContext, answer: UpstreamBody): Promise<void> {
   const sent = head ? 0 : body.length;
   env.metrics.bytesOut.inc({ route: env.route.path }, sent);
   const status = answer.status;
+  // The log line's token counts, as a stream's are: the answer's own `usage`.
+  if (status >= 200 && status < 300 && env.route.provider !== 'passthrough') {
+    const usage = wholeAnswerUsage(answer.body);
+    if (usage !== undefined) Object.assign(stream.usage, usage);
+  }
   return stream.wholeDelivered(handed).then((cut) => {
     if (cut === undefined) return stream.finish('completed', { status, bytes: sent, stream: false });
     stream.finish(errorOutcome(cut), { status, bytes: sent, stream: false, errorCode: codeOf(cut), timeoutKind: cut instanceof TimeoutError ? cut.kind : undefined });
