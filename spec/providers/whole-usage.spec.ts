@@ -18,6 +18,12 @@ describe('wholeAnswerUsage', () => {
     expect(usageOf(answer)).toEqual({ inputTokens: 1, outputTokens: 2 });
   });
 
+  it('reads the usage key before a later "usage" that is a value, not a key', () => {
+    const answer = { usage: { input_tokens: 3, output_tokens: 4 }, metadata: { kind: 'usage', note: 'usage' } };
+    expect(usageOf(answer)).toEqual({ inputTokens: 3, outputTokens: 4 });
+    expect(wholeAnswerUsage(Buffer.from('{"usage" : \n {"prompt_tokens": 2}}'))).toEqual({ inputTokens: 2 });
+  });
+
   it('reads the usage after megabytes of embeddings', () => {
     const answer = { data: [{ embedding: Array.from({ length: 200_000 }, (_, i) => i / 7) }], usage: { prompt_tokens: 8, total_tokens: 8 } };
     expect(usageOf(answer)).toEqual({ inputTokens: 8, totalTokens: 8 });

@@ -5,6 +5,7 @@ const BACKSLASH = 0x5c;
 const QUOTE = 0x22;
 const OPEN = 0x7b;
 const CLOSE = 0x7d;
+const COLON = 0x3a;
 
 /**
  * The token counts of a whole (non-stream) JSON answer: its top-level `usage` object, as OpenAI
@@ -13,24 +14,22 @@ const CLOSE = 0x7d;
  * of the object. `undefined` when there is none, or it is not an object of counts.
  *
  * Only the `usage` object is parsed, never the answer: an embeddings answer may be megabytes of
- * numbers. It is the last `"usage"` key outside a string's escapes (the providers write it after
- * the output, so text that quotes the word cannot come after it), read to its matching brace.
+ * numbers. It is the last `"usage"` followed by `:` and an object, outside a string's escapes (the
+ * providers write it after the output, so text that quotes the word cannot come after it), read
+ * to its matching brace.
  */
 export function wholeAnswerUsage(body: Buffer): TokenUsage | undefined {
-  let at = body.lastIndexOf(USAGE_KEY);
-  while (at > 0 && body[at - 1] === BACKSLASH) at = body.lastIndexOf(USAGE_KEY, at - 1);
-  if (at < 0) return undefined;
-  let i = at + USAGE_KEY.length;
-  while (i < body.length && body[i] !== OPEN) {
-    // Only whitespace and the colon may stand between the key and its object.
-    if (body[i] !== 0x3a && body[i] !== 0x20 && body[i] !== 0x0a && body[i] !== 0x0d && body[i] !== 0x09) return undefined;
-    i++;
+  let start = -1;
+  for (let at = body.lastIndexOf(USAGE_KEY); at >= 0 && start < 0; at = at > 0 ? body.lastIndexOf(USAGE_KEY, at - 1) : -1) {
+    // `\"usage\"` is the word inside a string; `"usage"` not followed by `:` and `{` is a value.
+    if (at === 0 || body[at - 1] !== BACKSLASH) start = objectAfterKey(body, at + USAGE_KEY.length);
   }
-  const end = matchingBrace(body, i);
+  if (start < 0) return undefined;
+  const end = matchingBrace(body, start);
   if (end < 0) return undefined;
   let usage: unknown;
   try {
-    usage = JSON.parse(body.toString('utf8', i, end + 1));
+    usage = JSON.parse(body.toString('utf8', start, end + 1));
   } catch {
     return undefined;
   }
@@ -44,6 +43,19 @@ export function wholeAnswerUsage(body: Buffer): TokenUsage | undefined {
   if (output !== undefined) out.outputTokens = output;
   if (total !== undefined) out.totalTokens = total;
   return input === undefined && output === undefined && total === undefined ? undefined : out;
+}
+
+/** The index of the `{` after a key that ends before `from` (whitespace, `:`, whitespace), else -1. */
+function objectAfterKey(body: Buffer, from: number): number {
+  let i = skipSpace(body, from);
+  if (body[i] !== COLON) return -1;
+  i = skipSpace(body, i + 1);
+  return body[i] === OPEN ? i : -1;
+}
+
+function skipSpace(body: Buffer, i: number): number {
+  while (i < body.length && (body[i] === 0x20 || body[i] === 0x0a || body[i] === 0x0d || body[i] === 0x09)) i++;
+  return i;
 }
 
 /** The index of the `}` closing the object that opens at `start`, strings skipped; -1 when it does not close. */

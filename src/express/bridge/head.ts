@@ -6,8 +6,9 @@ import type { SendFlowOptions } from './types';
  * Commits an SSE response's head without sending it: status 200, `Content-Type:
  * text/event-stream; charset=utf-8`, `Cache-Control: no-cache, no-transform`,
  * `X-Accel-Buffering: no` (nginx), `Connection: keep-alive` where the HTTP/1.1 client keeps the
- * connection and no `Connection` header was set, then `options.headers`. After it `res.headersSent` is true, and Node sends the head
- * with the first write (one syscall for the head and the first frame). Also turns Nagle off and
+ * connection and no `Connection` header was set, then `options.headers`. After it
+ * `res.headersSent` is true, and Node sends the head with the first write (one syscall for the
+ * head and the first frame). Also turns Nagle off and
  * bounds the socket's unsent kernel queue (`TCP_NOTSENT_LOWAT`, from `options.kernelUnsentBytes`
  * and the stream's budget of `budgetBytes`). Does nothing when the head was already sent.
  */
