@@ -20,9 +20,14 @@ describe('connectSse against hostile servers', () => {
     expect(server.requests[0]?.headers['accept-encoding']).toBe('identity');
   });
 
-  it('fails at once, without reconnecting, when the server switches protocols (101)', async () => {
+  it.each([
+    ['with an Upgrade header', 'Connection: Upgrade\r\nUpgrade: websocket\r\n'],
+    ['without an Upgrade header', ''],
+  ])('fails at once, without reconnecting, when the server switches protocols (101 %s), its socket closed', async (_name, headers) => {
+    let closed = 0;
     const server = await serve((_req, res) => {
-      res.socket?.write('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n');
+      res.socket?.once('close', () => closed++);
+      res.socket?.write(`HTTP/1.1 101 Switching Protocols\r\n${headers}\r\n`);
     });
     // Default options: no timeout that would end a wait for an answer that never comes.
     const c = collect(connectSse(server.url));
@@ -31,6 +36,7 @@ describe('connectSse against hostile servers', () => {
     expect(error).toMatchObject({ code: 'ERR_TIDEGATE_UPSTREAM_RESET', status: 101 });
     await sleep(50);
     expect(server.requests).toHaveLength(1);
+    expect(closed).toBe(1);
   });
 
   it('streams gzip events as they are flushed, not at the end of the body', async () => {

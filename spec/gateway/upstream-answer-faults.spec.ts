@@ -23,6 +23,10 @@ const MODES: Record<string, (res: http.ServerResponse) => void> = {
   switching: (res) => {
     res.socket?.write('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n');
   },
+  // 101 with no `Upgrade` header: Node's parser takes it for a final answer, not an upgrade.
+  'switching-bare': (res) => {
+    res.socket?.write('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n\r\n');
+  },
   // 500 JSON, part of the body, then silence.
   'error-stall': (res) => {
     res.writeHead(500, { 'content-type': 'application/json' });
@@ -121,19 +125,21 @@ describe('upstream answers that stall or cannot be parsed', () => {
     expect(requests['huge-headers']).toBe(before + 2);
   });
 
-  it('a 101 Switching Protocols is answered 502, not a first-byte 504, never retried, its connection closed', async () => {
-    const before = requests.switching ?? 0;
+  it.each(['switching', 'switching-bare'])('a 101 Switching Protocols (%s) is answered 502, not relayed or a first-byte 504, never retried, its connection closed', async (mode) => {
+    const before = requests[mode] ?? 0;
     const closedBefore = closed;
     for (const [i, stream] of [false, true].entries()) {
-      const res = await post('/switching/v1/chat/completions', { ...chat, stream });
+      const res = await post(`/${mode}/v1/chat/completions`, { ...chat, stream });
       expect(res.status).toBe(502);
-      expect(res.json()).toMatchObject({ error: { code: 'ERR_TIDEGATE_UPSTREAM_RESET', message: 'upstream for route /switching/v1/chat/completions switched protocols (HTTP 101) instead of answering' } });
-      expect(requests.switching).toBe(before + i + 1);
+      expect(res.json()).toMatchObject({ error: { code: 'ERR_TIDEGATE_UPSTREAM_RESET', message: `upstream for route /${mode}/v1/chat/completions switched protocols (HTTP 101) instead of answering` } });
+      expect(requests[mode]).toBe(before + i + 1);
     }
-    const anthropic = await post('/switching/v1/messages', { ...messages, stream: true });
+    const anthropic = await post(`/${mode}/v1/messages`, { ...messages, stream: true });
     expect(anthropic.status).toBe(502);
     expect(anthropic.json()).toMatchObject({ type: 'error', error: { type: 'api_error' } });
-    await waitFor(() => closed >= closedBefore + 3);
+    const models = await get(`/${mode}/v1/models`);
+    expect(models.status).toBe(502);
+    await waitFor(() => closed >= closedBefore + 4);
   });
 
   it('an error body that stalls is relayed with the upstream status and what arrived', async () => {

@@ -234,8 +234,15 @@ export class UpstreamCall implements SizedReadCall {
     // node-fetch follows a redirect with a request of its own, sent from its 'response' listener
     // (registered after this one, run synchronously next): the agent hands that one to this
     // call too. Only a final answer is kept.
-    const follow = this.request.followRedirects;
     const status = res.statusCode ?? 0;
+    // A 101 without an `Upgrade` header reaches 'response', not 'upgrade': the same refusal, and
+    // its socket must not go back to the keep-alive pool.
+    if (status === 101) {
+      res.socket?.destroy();
+      this.abort(new UpstreamUpgradeError(status, this.request.route));
+      return;
+    }
+    const follow = this.request.followRedirects;
     if (followsRedirects(follow) && res.headers.location !== undefined && isRedirect(status)) {
       const reason = this.redirects >= MAX_REDIRECTS ? 'too-many' : follow === 'same-origin' && !sameOrigin(res.headers.location, this.request.url) ? 'other-origin' : undefined;
       if (reason === undefined) {
