@@ -220,6 +220,10 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
     if (req.method !== 'POST' && hasUnreadBody(req)) {
       res.setHeader('Connection', 'close');
       closeAfterResponse(req, res);
+    } else if (!ready) {
+      // Kept-alive clients are told to go elsewhere while draining (each gets its answer first),
+      // a CORS preflight answered next included.
+      res.setHeader('Connection', 'close');
     }
     next();
   });
@@ -229,8 +233,6 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
   app.use((req, res, next) => {
     const over = admission.checkConnection(req);
     if (over) return admission.refuse(req, res, adapterOf.get(req.path) ?? errorShapeFor(req, req.path, routes), over);
-    // Kept-alive clients are told to go elsewhere while draining (each gets its answer first).
-    if (!ready) res.setHeader('Connection', 'close');
     next();
   });
   allowed.add('/healthz', getAndHead);
