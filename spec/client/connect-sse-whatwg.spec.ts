@@ -120,6 +120,20 @@ describe('connectSse and WHATWG HTML §9.2', () => {
       expect(await within(c.done, 3000)).toEqual({});
       expect(delays).toEqual([10, 20, 40, 80]);
     });
+    it.each(['failures', 'reconnects'] as const)("waits out a retry: too large for a number instead of reconnecting at once (backoffGrowth '%s')", async (backoffGrowth) => {
+      const delays: number[] = [];
+      const server = await serve((_req, res) => {
+        sseHead(res);
+        res.end(`retry: 1${'0'.repeat(400)}\ndata: a\n\n`);
+      });
+      const c = collect(connectSse(server.url, { random: () => 0, initialDelayMs: 20, backoffGrowth, onReconnect: (r) => delays.push(r.delayMs) }));
+      await sleep(300);
+      c.sub.cancel();
+      expect(server.requests).toHaveLength(1);
+      expect(delays).toHaveLength(1);
+      expect(Number.isFinite(delays[0])).toBe(true);
+      expect(delays[0]).toBeGreaterThanOrEqual(2 ** 31 - 1);
+    });
   });
 
   describe('a status other than 200 fails the connection', () => {

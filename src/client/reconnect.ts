@@ -58,9 +58,13 @@ export class Reconnection {
     return finalError(error, this.failures);
   }
 
-  /** The server sent `retry:` (ms): the stream's reconnection time from now on, at most `maxRetryMs`. */
+  /**
+   * The server sent `retry:` (ms): the stream's reconnection time from now on, at most `maxRetryMs`
+   * and kept finite (a field of 309 digits parses to `Infinity`, and `0 * Infinity` jitter would be
+   * a `NaN` delay, which a timer fires at once).
+   */
   onRetry(ms: number): void {
-    this.serverRetryMs = Math.min(ms, this.options.maxRetryMs);
+    this.serverRetryMs = Math.min(ms, this.options.maxRetryMs, Number.MAX_SAFE_INTEGER);
   }
 
   /** An event was delivered: failures in a row start again from zero. */
