@@ -24,6 +24,29 @@ describe('wholeAnswerUsage', () => {
     expect(wholeAnswerUsage(Buffer.from('{"usage" : \n {"prompt_tokens": 2}}'))).toEqual({ inputTokens: 2 });
   });
 
+  it('reads the top-level usage, never one nested in the output, a schema or metadata', () => {
+    const nestedAfter = { usage: { prompt_tokens: 3, completion_tokens: 4 }, metadata: { usage: { prompt_tokens: 999, completion_tokens: 999 } } };
+    expect(usageOf(nestedAfter)).toEqual({ inputTokens: 3, outputTokens: 4 });
+    const schemaAfter = { usage: { input_tokens: 3, output_tokens: 4 }, tools: [{ parameters: { properties: { usage: { type: 'object' } } } }] };
+    expect(usageOf(schemaAfter)).toEqual({ inputTokens: 3, outputTokens: 4 });
+    const toolInputOnly = { content: [{ type: 'tool_use', input: { usage: { input_tokens: 777, output_tokens: 888 } } }], usage: null };
+    expect(usageOf(toolInputOnly)).toBeUndefined();
+  });
+
+  it('skips a key that only ends in "usage" behind an escaped quote', () => {
+    const answer = { 'a"usage': { prompt_tokens: 999 }, usage: { prompt_tokens: 2 } };
+    expect(usageOf(answer)).toEqual({ inputTokens: 2 });
+    expect(usageOf({ 'a"usage': { prompt_tokens: 999 } })).toBeUndefined();
+    expect(usageOf({ 'a\\': 1, usage: { prompt_tokens: 5 } })).toEqual({ inputTokens: 5 });
+  });
+
+  it('does not parse a usage object larger than 16 KiB', () => {
+    const padded = { usage: { prompt_tokens: 3, completion_tokens: 4, pad: 'x'.repeat(16 * 1024) } };
+    expect(usageOf(padded)).toBeUndefined();
+    const nested = Buffer.from(`{"usage":{"prompt_tokens":${'['.repeat(1 << 20)}${']'.repeat(1 << 20)},"completion_tokens":4}}`);
+    expect(wholeAnswerUsage(nested)).toBeUndefined();
+  });
+
   it('reads the usage after megabytes of embeddings', () => {
     const answer = { data: [{ embedding: Array.from({ length: 200_000 }, (_, i) => i / 7) }], usage: { prompt_tokens: 8, total_tokens: 8 } };
     expect(usageOf(answer)).toEqual({ inputTokens: 8, totalTokens: 8 });

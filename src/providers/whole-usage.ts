@@ -5,31 +5,30 @@ const BACKSLASH = 0x5c;
 const QUOTE = 0x22;
 const OPEN = 0x7b;
 const CLOSE = 0x7d;
+const OPEN_ARRAY = 0x5b;
+const CLOSE_ARRAY = 0x5d;
 const COLON = 0x3a;
+/** The largest `usage` object parsed, bytes: a provider's is under 1 KiB; a larger one is no count. */
+const MAX_USAGE_BYTES = 16 * 1024;
 
 /**
  * The token counts of a whole (non-stream) JSON answer: its top-level `usage` object, as OpenAI
  * chat, completions and embeddings (`prompt_tokens`, `completion_tokens`, `total_tokens`),
  * Anthropic Messages and OpenAI Responses (`input_tokens`, `output_tokens`) write it, at the end
- * of the object. `undefined` when there is none, or it is not an object of counts.
+ * of the object. `undefined` when there is none at the top level, it is not an object of counts,
+ * or it is larger than 16 KiB.
  *
  * Only the `usage` object is parsed, never the answer: an embeddings answer may be megabytes of
- * numbers. It is the last `"usage"` followed by `:` and an object, outside a string's escapes (the
- * providers write it after the output, so text that quotes the word cannot come after it), read
- * to its matching brace.
+ * numbers. The answer is walked back from its end, strings skipped and depth counted, to the
+ * object whose key is `"usage"` one level in; the providers write it last, so the walk is short,
+ * and it is linear in the body's size when there is none.
  */
 export function wholeAnswerUsage(body: Buffer): TokenUsage | undefined {
-  let start = -1;
-  for (let at = body.lastIndexOf(USAGE_KEY); at >= 0 && start < 0; at = at > 0 ? body.lastIndexOf(USAGE_KEY, at - 1) : -1) {
-    // `\"usage\"` is the word inside a string; `"usage"` not followed by `:` and `{` is a value.
-    if (at === 0 || body[at - 1] !== BACKSLASH) start = objectAfterKey(body, at + USAGE_KEY.length);
-  }
-  if (start < 0) return undefined;
-  const end = matchingBrace(body, start);
-  if (end < 0) return undefined;
+  const span = topLevelUsage(body);
+  if (span === undefined || span.end - span.start >= MAX_USAGE_BYTES) return undefined;
   let usage: unknown;
   try {
-    usage = JSON.parse(body.toString('utf8', start, end + 1));
+    usage = JSON.parse(body.toString('utf8', span.start, span.end + 1));
   } catch {
     return undefined;
   }
@@ -45,31 +44,57 @@ export function wholeAnswerUsage(body: Buffer): TokenUsage | undefined {
   return input === undefined && output === undefined && total === undefined ? undefined : out;
 }
 
-/** The index of the `{` after a key that ends before `from` (whitespace, `:`, whitespace), else -1. */
-function objectAfterKey(body: Buffer, from: number): number {
-  let i = skipSpace(body, from);
-  if (body[i] !== COLON) return -1;
-  i = skipSpace(body, i + 1);
-  return body[i] === OPEN ? i : -1;
-}
-
-function skipSpace(body: Buffer, i: number): number {
-  while (i < body.length && (body[i] === 0x20 || body[i] === 0x0a || body[i] === 0x0d || body[i] === 0x09)) i++;
-  return i;
-}
-
-/** The index of the `}` closing the object that opens at `start`, strings skipped; -1 when it does not close. */
-function matchingBrace(body: Buffer, start: number): number {
-  if (body[start] !== OPEN) return -1;
+/**
+ * The `{` and `}` of the object the top-level object holds under the key `"usage"` (the last one,
+ * as `JSON.parse` keeps), walking back from the end; `undefined` when there is none, or the body
+ * is not an object.
+ */
+function topLevelUsage(body: Buffer): { start: number; end: number } | undefined {
+  let i = skipSpaceBack(body, body.length - 1);
+  if (body[i] !== CLOSE) return undefined;
+  /** Open objects and arrays around `i`, the top-level object being 1. */
   let depth = 0;
-  for (let i = start; i < body.length; i++) {
+  /** The `}` of the last object seen closing back to depth 1: a top-level value. */
+  let valueEnd = -1;
+  for (; i >= 0; i--) {
     const b = body[i];
     if (b === QUOTE) {
-      for (i++; i < body.length && body[i] !== QUOTE; i++) if (body[i] === BACKSLASH) i++;
-    } else if (b === OPEN) depth++;
-    else if (b === CLOSE && --depth === 0) return i;
+      // The closing quote of a string: back to its opening one, escaped quotes skipped.
+      for (i--; i >= 0 && !(body[i] === QUOTE && !escaped(body, i)); i--);
+    } else if (b === CLOSE || b === CLOSE_ARRAY) {
+      depth++;
+      if (depth === 2 && b === CLOSE) valueEnd = i;
+    } else if (b === OPEN || b === OPEN_ARRAY) {
+      if (depth === 2 && b === OPEN && isUsageKeyBefore(body, i)) return { start: i, end: valueEnd };
+      if (--depth === 0) return undefined;
+    }
   }
-  return -1;
+  return undefined;
+}
+
+/** Whether the bytes before the `{` at `at` are `"usage"`, whitespace, `:`, whitespace. */
+function isUsageKeyBefore(body: Buffer, at: number): boolean {
+  let k = skipSpaceBack(body, at - 1);
+  if (body[k] !== COLON) return false;
+  k = skipSpaceBack(body, k - 1) - USAGE_KEY.length + 1;
+  // `"xx\"usage"` ends the same way: the key's opening quote must not be escaped.
+  return k >= 0 && body.compare(USAGE_KEY, 0, USAGE_KEY.length, k, k + USAGE_KEY.length) === 0 && !escaped(body, k);
+}
+
+/** Whether the byte at `at` follows an odd run of backslashes. */
+function escaped(body: Buffer, at: number): boolean {
+  let n = 0;
+  while (at - n - 1 >= 0 && body[at - n - 1] === BACKSLASH) n++;
+  return n % 2 === 1;
+}
+
+function isSpace(b: number | undefined): boolean {
+  return b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09;
+}
+
+function skipSpaceBack(body: Buffer, i: number): number {
+  while (i >= 0 && isSpace(body[i])) i--;
+  return i;
 }
 
 function count(v: unknown): number | undefined {
