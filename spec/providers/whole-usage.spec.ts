@@ -33,6 +33,13 @@ describe('wholeAnswerUsage', () => {
     expect(usageOf(toolInputOnly)).toBeUndefined();
   });
 
+  it('is undefined when the last top-level usage key, the one JSON.parse keeps, is not an object', () => {
+    const twice = '{"usage": {"prompt_tokens": 3}, "id": "x", "usage" : null}';
+    expect(JSON.parse(twice)).toMatchObject({ usage: null });
+    expect(wholeAnswerUsage(Buffer.from(twice))).toBeUndefined();
+    expect(wholeAnswerUsage(Buffer.from('{"usage": {"prompt_tokens": 3}, "note": "usage"}'))).toEqual({ inputTokens: 3 });
+  });
+
   it('skips a key that only ends in "usage" behind an escaped quote', () => {
     const answer = { 'a"usage': { prompt_tokens: 999 }, usage: { prompt_tokens: 2 } };
     expect(usageOf(answer)).toEqual({ inputTokens: 2 });

@@ -60,7 +60,10 @@ function topLevelUsage(body: Buffer): { start: number; end: number } | undefined
     const b = body[i];
     if (b === QUOTE) {
       // The closing quote of a string: back to its opening one, escaped quotes skipped.
+      const close = i;
       for (i--; i >= 0 && !(body[i] === QUOTE && !escaped(body, i)); i--);
+      // The last top-level `"usage"` key, its value not an object (that would have been met first).
+      if (depth === 1 && close - i + 1 === USAGE_KEY.length && body.compare(USAGE_KEY, 0, USAGE_KEY.length, i, close + 1) === 0 && body[skipSpace(body, close + 1)] === COLON) return undefined;
     } else if (b === CLOSE || b === CLOSE_ARRAY) {
       depth++;
       if (depth === 2 && b === CLOSE) valueEnd = i;
@@ -90,6 +93,11 @@ function escaped(body: Buffer, at: number): boolean {
 
 function isSpace(b: number | undefined): boolean {
   return b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09;
+}
+
+function skipSpace(body: Buffer, i: number): number {
+  while (i < body.length && isSpace(body[i])) i++;
+  return i;
 }
 
 function skipSpaceBack(body: Buffer, i: number): number {
