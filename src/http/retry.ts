@@ -143,12 +143,13 @@ function wait(ms: number, signal: AbortSignalLike | undefined, stop: AbortSignal
 }
 
 /**
- * Parses `Retry-After` (RFC 9110 §10.2.3: delay-seconds or an HTTP date) into ms; `undefined`
- * when absent or invalid. The one parser of the header: upstream retries and `connectSse` use it.
+ * Parses `Retry-After` (RFC 9110 §10.2.3: delay-seconds or an HTTP date) into ms, at most
+ * `Number.MAX_SAFE_INTEGER` (a header of 306 digits would be `Infinity`); `undefined` when absent
+ * or invalid. The one parser of the header: upstream retries and `connectSse` use it.
  */
 export function retryAfterMs(value: string | null): number | undefined {
   if (value === null || value.trim() === '') return undefined;
-  if (/^\d+$/.test(value.trim())) return Number(value.trim()) * 1000;
+  if (/^\d+$/.test(value.trim())) return Math.min(Number(value.trim()) * 1000, Number.MAX_SAFE_INTEGER);
   const date = Date.parse(value);
   return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
 }
