@@ -40,6 +40,18 @@ describe('gateway config', () => {
     expect(() => loadConfig({ env: { PORT: 'eighty' } })).toThrow(/port/);
   });
 
+  it.each([
+    ['timeouts', 'idleMs'],
+    ['stream', 'stallTimeoutMs'],
+    ['retry', 'maxDelayMs'],
+    ['shutdown', 'graceMs'],
+    ['limits', 'requestBodyTimeoutMs'],
+  ])('refuses %s.%s past the longest timer Node keeps (a longer one fires at once)', (section, field) => {
+    expect(() => parseConfig({ [section]: { [field]: 2 ** 31 - 1 } })).not.toThrow();
+    expect(() => parseConfig({ [section]: { [field]: 2 ** 31 } })).toThrow(ConfigError);
+    expect(() => parseConfig({ [section]: { [field]: 2 ** 31 } })).toThrow(new RegExp(`${section}\\.${field}: at most 2147483647 ms`));
+  });
+
   it('names the flag a bad override came from', () => {
     expect(() => loadConfig({ overrides: { 'stream.overflow': 'drop' }, overrideOrigins: { 'stream.overflow': '--overflow drop' } })).toThrow(/stream\.overflow: .*\(from --overflow drop\)/);
     expect(() => loadConfig({ env: { TIDEGATE_OVERFLOW: 'terminate' }, overrides: { 'stream.overflow': 'drop' } })).not.toThrow(/TIDEGATE_OVERFLOW/);

@@ -3,6 +3,7 @@ import { playgroundRouter } from '../playground';
 import { arrivedOnLoopback, playgroundEnabled } from '../playground/exposure';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import { ShutdownError } from '../errors';
+import { MAX_TIMER_MS } from '../flow/operators/operator-subscriber';
 import type { ProviderAdapter } from '../providers/types';
 import { AdmissionError, badRequestError, bindSlot, closeAfterResponse, createAdmission, hasUnreadBody, pipelineLimitError, type Admission, type BoundSlot } from './admission';
 import { ConfigError, resolveRoutes, type GatewayConfig, type ResolvedRoute } from './config';
@@ -62,7 +63,8 @@ export interface GatewayControl {
    * Stops taking new streams, cancels at once the resumable streams no reader reads (detached),
    * answers at once a stream waiting to retry its upstream (with that upstream's last answer:
    * no new attempt starts while draining), lets running ones finish for `graceMs`, then ends the rest with
-   * `ERR_TIDEGATE_SHUTDOWN` (in each client's protocol) and resolves once all have ended.
+   * `ERR_TIDEGATE_SHUTDOWN` (in each client's protocol) and resolves once all have ended. A
+   * `graceMs` past 2^31 − 1 (or `Infinity`) waits that longest timer, ~24.8 days.
    */
   drain(graceMs: number): Promise<void>;
 }
@@ -461,7 +463,7 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
       logger.info('draining', { activeStreams: active, graceMs, detachedCancelled: cancelled });
       const allDone = new Promise<void>((resolve) => (active === 0 ? resolve() : idle.push(resolve)));
       let timer: NodeJS.Timeout | undefined;
-      const graceOver = new Promise<'grace'>((resolve) => (timer = setTimeout(() => resolve('grace'), graceMs)));
+      const graceOver = new Promise<'grace'>((resolve) => (timer = setTimeout(() => resolve('grace'), Math.min(graceMs, MAX_TIMER_MS))));
       const first = await Promise.race([allDone.then(() => 'done' as const), graceOver]);
       clearTimeout(timer);
       if (first === 'grace') {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { int } from './fields';
+import { ms } from './fields';
 
 /**
  * The `cors` section: which browser origins may call the gateway. Off by default (no origins:
@@ -15,7 +15,7 @@ export const corsSchema = z
     /** Let the page send cookies and HTTP auth (`Access-Control-Allow-Credentials: true`); with `*` the request's origin is echoed. */
     credentials: z.boolean().default(false),
     /** How long a browser may cache a preflight answer, ms (`Access-Control-Max-Age`, in whole seconds). */
-    maxAgeMs: int(0).default(600_000),
+    maxAgeMs: ms(0).default(600_000),
   })
   .strict()
   .prefault({});

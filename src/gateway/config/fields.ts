@@ -1,7 +1,14 @@
 import { z } from 'zod';
+import { MAX_TIMER_MS } from '../../flow/operators/operator-subscriber';
 
 /** A zod integer of at least `min`. */
 export const int = (min: number): z.ZodNumber => z.number().int().min(min);
+
+/**
+ * A duration a timer waits, ms: an integer of at least `min` and at most 2^31 − 1 (~24.8 days),
+ * the longest `setTimeout` Node keeps (a longer one fires after 1 ms).
+ */
+export const ms = (min: number): z.ZodNumber => int(min).max(MAX_TIMER_MS, `at most ${MAX_TIMER_MS} ms (~24.8 days, the longest timer Node keeps)`);
 
 /** An HTTP header name (RFC 9110 token), lower-cased. */
 export const headerName = z

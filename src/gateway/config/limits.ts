@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { headerName, int } from './fields';
+import { headerName, int, ms } from './fields';
 
 /** Admission limits of the gateway, resolved. */
 export interface AdmissionLimits {
@@ -43,9 +43,9 @@ export const limitsSchema = z
      */
     maxRequestBodyValues: int(0).default(DEFAULT_LIMITS.maxRequestBodyValues),
     /** A request body must arrive within this of its headers, else 408 and the connection is closed, ms (0 disables). */
-    requestBodyTimeoutMs: int(0).default(DEFAULT_LIMITS.requestBodyTimeoutMs),
+    requestBodyTimeoutMs: ms(0).default(DEFAULT_LIMITS.requestBodyTimeoutMs),
     /** Request headers must arrive within this of the connection (or of the previous response), ms (Node's `server.headersTimeout`). */
-    headersTimeoutMs: int(1).default(DEFAULT_LIMITS.headersTimeoutMs),
+    headersTimeoutMs: ms(1).default(DEFAULT_LIMITS.headersTimeoutMs),
     /** Open client connections; a request on one past this gets 503 and its connection is closed (0 = no cap). */
     maxConnections: int(0).default(DEFAULT_LIMITS.maxConnections),
     /** Concurrent streams over the gateway, from admission to the stream's end; past it 503 (0 = no cap). */

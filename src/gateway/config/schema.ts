@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { DEFAULT_MAX_BODY_BYTES } from '../../http/errors';
 import { corsSchema } from './cors';
 import { DEFAULT_UPSTREAM_RECEIVE_BYTES, MIN_UPSTREAM_RECEIVE_BYTES } from '../../http/node-hooks';
-import { httpUrl, int } from './fields';
+import { httpUrl, int, ms } from './fields';
 import { limitsSchema } from './limits';
 import { redisSchema, resumeStoreSchema } from '../resume/settings';
 import { routeSchema } from './routes';
@@ -51,7 +51,7 @@ export const configSchema = z
     shutdown: z
       .object({
         /** Streams may finish for this long after SIGTERM, ms; then they get ERR_TIDEGATE_SHUTDOWN. */
-        graceMs: int(0).default(10_000),
+        graceMs: ms(0).default(10_000),
       })
       .strict()
       .prefault({}),
@@ -93,7 +93,7 @@ export const configSchema = z
     simulator: z
       .object({
         tokensPerSecond: z.number().positive().default(50),
-        ttftMs: int(0).default(300),
+        ttftMs: ms(0).default(300),
       })
       .strict()
       .prefault({}),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { int } from './fields';
+import { int, ms } from './fields';
 
 /** Stream policy fields (bytes, ms); each route may override any of them. */
 export const policyShape = {
@@ -10,9 +10,9 @@ export const policyShape = {
   /** `pause`: demand pauses the upstream. `terminate`: read the upstream at full speed into the budget, end with ERR_TIDEGATE_OVERFLOW when spent. */
   overflow: z.enum(['pause', 'terminate']),
   /** End a stream whose client accepted nothing for this long, ms (0 disables). */
-  stallTimeoutMs: int(0),
+  stallTimeoutMs: ms(0),
   /** `: ping` after this much silence, ms (0 disables). */
-  heartbeatMs: int(0),
+  heartbeatMs: ms(0),
   /**
    * Most bytes the kernel keeps unsent for a client's socket (`TCP_NOTSENT_LOWAT`), bytes; 0
    * leaves the kernel's default (MBs). Unset: 16384, at most a quarter of `maxBufferedBytes`.
@@ -24,7 +24,7 @@ export const policyShape = {
    * for the upstream, so its errors keep their HTTP status). After an early commit an upstream
    * error (a 429, a 5xx after retries) reaches the client as the provider's SSE error event.
    */
-  earlyCommitMs: int(0),
+  earlyCommitMs: ms(0),
   /** Max bytes of one upstream SSE event. */
   maxEventBytes: int(1024),
   /** `limitRate(n)` on the events: at most n requested upstream at once (0 = off). */
@@ -54,13 +54,13 @@ export const DEFAULT_POLICY: StreamPolicy = {
 /** Upstream timeouts, ms (0 disables one). */
 export const timeoutsShape = {
   /** A new upstream connection must be up within this. */
-  connectMs: int(0),
+  connectMs: ms(0),
   /** The upstream's first body byte must arrive within this of the request (models think). */
-  firstByteMs: int(0),
+  firstByteMs: ms(0),
   /** Longest silence between upstream chunks while the client reads. */
-  idleMs: int(0),
+  idleMs: ms(0),
   /** Longest life of one request, from its arrival. */
-  totalMs: int(0),
+  totalMs: ms(0),
 };
 
 /** Timeout defaults, ms. */
@@ -70,11 +70,11 @@ export const retryShape = {
   /** Attempts in all, the first included (1 = no retry). */
   maxAttempts: int(1).max(10),
   /** First backoff ceiling, ms (doubles per attempt, full jitter). */
-  baseDelayMs: int(0),
+  baseDelayMs: ms(0),
   /** Largest backoff, ms. */
-  maxDelayMs: int(0),
+  maxDelayMs: ms(0),
   /** A longer `Retry-After` is not waited for, ms. */
-  maxRetryAfterMs: int(0),
+  maxRetryAfterMs: ms(0),
   /**
    * Resumable routes: reconnects of one stream in all (delivered events do not reset it); the
    * delay grows with each (from `baseDelayMs`, never below the upstream's `retry:`). Once spent

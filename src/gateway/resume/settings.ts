@@ -1,6 +1,5 @@
 import { z } from 'zod';
-
-const int = (min: number): z.ZodNumber => z.number().int().min(min);
+import { int, ms } from '../config/fields';
 
 /**
  * A route's `resume` settings as written: `true` turns resume on with the defaults, an object
@@ -15,9 +14,9 @@ export const resumeSchema = z.union([
       /** Bytes of encoded events a stream's replay log keeps, and how far a detached stream reads ahead, bytes. */
       windowBytes: int(1024).optional(),
       /** How long a stream with no reader keeps its upstream before cancelling it, ms (0 = at once). */
-      lingerMs: int(0).optional(),
+      lingerMs: ms(0).optional(),
       /** How long a stream's log is kept after the stream ended, ms. */
-      retentionMs: int(0).optional(),
+      retentionMs: ms(0).optional(),
       /** Whether resume is on (default `true` when the object is given). */
       enabled: z.boolean().optional(),
     })
@@ -61,7 +60,7 @@ export const redisSchema = z
     /** Key prefix of every key the gateway writes. */
     keyPrefix: z.string().default('tidegate:'),
     /** How long a producing instance's lease lives without renewal, ms; a follower learns of a dead producer within this. */
-    leaseMs: int(100).default(3000),
+    leaseMs: ms(100).default(3000),
   })
   .strict()
   .prefault({});
