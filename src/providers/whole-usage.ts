@@ -21,7 +21,9 @@ const MAX_USAGE_BYTES = 16 * 1024;
  * Only the `usage` object is parsed, never the answer: an embeddings answer may be megabytes of
  * numbers. The answer is walked back from its end, strings skipped and depth counted, to the
  * object whose key is `"usage"` one level in; the providers write it last, so the walk is short,
- * and it is linear in the body's size when there is none.
+ * and it is linear in the body's size when there is none. The rest of the answer is not
+ * validated: a body that is not JSON may still yield counts, and a key written with escapes
+ * (`"\u0075sage"`) is not found.
  */
 export function wholeAnswerUsage(body: Buffer): TokenUsage | undefined {
   const span = topLevelUsage(body);
