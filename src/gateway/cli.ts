@@ -19,14 +19,14 @@ const USAGE = `Usage: tidegate [options]
   --heartbeat-ms N           ": ping" after N ms of silence (default 15000)
   --kernel-unsent-bytes N    unsent bytes the kernel keeps per client socket (default 16384; 0 = kernel's)
   --kernel-receive-bytes N   receive buffer of each upstream socket (default 65536; 0 = kernel's)
-  --shutdown-grace-ms N      on SIGTERM, let streams finish for N ms (default 10000)
+  --shutdown-grace-ms N      on SIGTERM or SIGINT, let streams finish for N ms (default 10000)
   --cors-origin ORIGIN       let pages on ORIGIN call the gateway (repeatable, * for any; also TIDEGATE_CORS_ORIGINS=a,b)
   --debug-streams            serve GET /debug/streams: each live stream's demand and buffers
   --playground               serve /playground on any address (default: only on a loopback host)
   -h, --help                 this text
 
 Routes served by default (each forwards to the same path on the upstream):
-${DEFAULT_APIS.map((api) => `  ${`${API_SPECS[api].methods.join('|')} ${API_SPECS[api].path}`.padEnd(35)}${API_SPECS[api].summary}`).join('\n')}
+${DEFAULT_APIS.map((api) => `  ${`${API_SPECS[api].methods.join('|').padEnd(4)} ${API_SPECS[api].path}`.padEnd(35)}${API_SPECS[api].summary}`).join('\n')}
   GET  /healthz, /readyz, /metrics   health, readiness, Prometheus metrics
   GET  /playground                   the backpressure playground (loopback hosts; see --playground)
 `;

@@ -50,7 +50,7 @@ export const configSchema = z
     redis: redisSchema,
     shutdown: z
       .object({
-        /** Streams may finish for this long after SIGTERM, ms; then they get ERR_TIDEGATE_SHUTDOWN. */
+        /** Streams may finish for this long after SIGTERM or SIGINT, ms; then they get ERR_TIDEGATE_SHUTDOWN. */
         graceMs: ms(0).default(10_000),
       })
       .strict()
