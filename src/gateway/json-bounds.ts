@@ -110,8 +110,8 @@ export function topLevelKeyCount(bytes: Uint8Array): number {
   return counts.topLevelKeys;
 }
 
-
-function isJsonSpace(c: number | undefined): boolean {
+/** Whether a byte is JSON whitespace (RFC 8259 §2: space, tab, line feed, carriage return). */
+export function isJsonSpace(c: number | undefined): boolean {
   return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 }
 

@@ -7,7 +7,7 @@ import { writeWhole } from '../../express/bridge/await-delivery';
 import { codeOf } from '../../express/error-shapes';
 import type { StreamContext } from './context';
 import { errorOutcome } from './outcome';
-import { wholeAnswerUsage } from '../../providers/whole-usage';
+import { wholeAnswerUsage } from './whole-usage';
 
 /**
  * The `whole` way: one whole upstream answer relayed as it came (status, content type, body),

@@ -1,4 +1,4 @@
-import { wholeAnswerUsage } from '../../src/providers/whole-usage';
+import { wholeAnswerUsage } from '../../../src/gateway/relay/whole-usage';
 
 const usageOf = (json: unknown): ReturnType<typeof wholeAnswerUsage> => wholeAnswerUsage(Buffer.from(JSON.stringify(json)));
 

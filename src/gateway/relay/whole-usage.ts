@@ -1,4 +1,5 @@
-import type { TokenUsage } from './types';
+import type { TokenUsage } from '../../providers/types';
+import { isJsonSpace } from '../json-bounds';
 
 const USAGE_KEY = Buffer.from('"usage"');
 const BACKSLASH = 0x5c;
@@ -93,17 +94,13 @@ function escaped(body: Buffer, at: number): boolean {
   return n % 2 === 1;
 }
 
-function isSpace(b: number | undefined): boolean {
-  return b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09;
-}
-
 function skipSpace(body: Buffer, i: number): number {
-  while (i < body.length && isSpace(body[i])) i++;
+  while (i < body.length && isJsonSpace(body[i])) i++;
   return i;
 }
 
 function skipSpaceBack(body: Buffer, i: number): number {
-  while (i >= 0 && isSpace(body[i])) i--;
+  while (i >= 0 && isJsonSpace(body[i])) i--;
   return i;
 }
 
