@@ -3,6 +3,7 @@ import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import fetch from 'node-fetch';
 import { bypassBodyCallbacks } from '../../src/http/body-bypass';
+import { BodyFraming } from '../../src/http/body-framing';
 import { upstreamAgent, withClientRequest } from '../../src/http/node-hooks';
 
 // A body picked out of the socket's reads arrives whole and in order, one push per read, and the
@@ -159,6 +160,42 @@ describe('bypassBodyCallbacks', () => {
       }).on('error', reject);
     });
     expect(body).toBe('plain body');
+  });
+
+  it('ends with an error a body the parser took as complete where the decoder failed, never short or unhandled', async () => {
+    // The head, then a valid body in a later read: a decoder that refuses it (as one did chunk
+    // sizes with leading zeros) while the parser completes the message.
+    const url = await rawServer((s) => {
+      s.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n');
+      setTimeout(() => s.write('2\r\nok\r\n0\r\n\r\n'), 30);
+    });
+    const decode = BodyFraming.prototype.decode;
+    const refuse = jest.spyOn(BodyFraming.prototype, 'decode').mockImplementation(function (this: BodyFraming, ...args: Parameters<BodyFraming['decode']>) {
+      if (args[2] <= args[1]) return decode.apply(this, args);
+      this.failure = 'refused by a decoder that disagrees';
+      return 0;
+    });
+    try {
+      const target = new URL(url);
+      const ended = await new Promise<string>((resolve) => {
+        withClientRequest(
+          (req) =>
+            req.once('response', (res: http.IncomingMessage) => {
+              expect(bypassBodyCallbacks(res, 'GET')).toBe(true);
+              res.on('data', () => undefined);
+              res.on('end', () => resolve('end'));
+              res.on('error', (err) => resolve(`error: ${err.message}`));
+            }),
+          () => fetch(target, { agent: upstreamAgent(target) }),
+        ).catch((err: Error) => resolve(`fetch rejected: ${err.message}`));
+      });
+      expect(ended).toBe('error: upstream body framing not understood (refused by a decoder that disagrees)');
+      expect(refuse).toHaveBeenCalled();
+      // An 'error' nobody heard would have failed the spec as an uncaught exception by now.
+      await new Promise((r) => setTimeout(r, 20));
+    } finally {
+      refuse.mockRestore();
+    }
   });
 
   it('ends a body whose framing is broken with an error, never silently short', async () => {

@@ -54,10 +54,19 @@ describe('BodyFraming', () => {
     expect(framing.done).toBe(true);
   });
 
+  it('reads chunk sizes written with leading zeros, as many as they come', () => {
+    const wire = `${'0'.repeat(20)}5\r\nhello\r\n${'0'.repeat(13)}1\r\n!\r\n${'0'.repeat(30)}\r\n\r\n`;
+    for (let cut = 0; cut <= wire.length; cut++) {
+      const { body, framing } = decodeIn(wire, [cut]);
+      expect({ cut, body, done: framing.done, failure: framing.failure }).toEqual({ cut, body: 'hello!', done: true, failure: undefined });
+    }
+  });
+
   it.each([
     ['a size line without digits', 'x\r\n'],
     ['chunk data without its CRLF', '2\r\nokX\r\n'],
     ['a size over 13 hex digits', '10000000000000\r\n'],
+    ['a size over 13 hex digits behind leading zeros', '00010000000000000\r\n'],
   ])('fails on %s', (_name, wire) => {
     const { framing } = decodeIn(wire, []);
     expect(framing.failure).toEqual(expect.any(String));

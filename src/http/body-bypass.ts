@@ -77,8 +77,9 @@ function takeFree(i: number): Buffer {
  * every chunk is a new allocation.
  *
  * If the decoder and the parser disagree on where the body ends, or the decoder does not
- * understand framing the parser accepted, the socket is destroyed (`ECONNRESET`): never a short
- * body without an error.
+ * understand framing the parser accepted, the response and its socket are destroyed with an
+ * `ECONNRESET` error: never a short body without an error, even where the parser already
+ * completed the message.
  */
 export function bypassBodyCallbacks(res: http.IncomingMessage, method: string, onRead?: () => void, released?: () => boolean): boolean {
   const socket = res.socket;
@@ -96,6 +97,9 @@ export function bypassBodyCallbacks(res: http.IncomingMessage, method: string, o
   bypass.take(bytes, start);
   return true;
 }
+
+/** The error of a socket broken on purpose: its response and request hear of it themselves. */
+function ignoreError(): void {}
 
 /** One response whose body bypasses the parser's callbacks (see {@link bypassBodyCallbacks}). */
 class BodyBypass implements ReadHook {
@@ -185,7 +189,14 @@ class BodyBypass implements ReadHook {
 
   private break(reason: string): void {
     this.end();
-    this.socket.destroy(Object.assign(new Error(reason), { code: 'ECONNRESET' }));
+    const error = Object.assign(new Error(reason), { code: 'ECONNRESET' });
+    const { socket, res } = this;
+    // The parser may have taken the message as complete (it only pushed the end so far): the
+    // response ends with the error instead, and Node's request, which lets a complete answer's
+    // socket go, may no longer listen for the socket's error by the time it is emitted.
+    socket.on('error', ignoreError);
+    if (!res.destroyed) res.destroy(error);
+    socket.destroy(error);
   }
 
   private end(): void {

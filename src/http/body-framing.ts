@@ -54,7 +54,9 @@ export class BodyFraming {
           const c = bytes[i++] as number;
           const digit = hexValue(c);
           if (digit >= 0) {
-            if (++this.sizeDigits > 13) return this.fail('chunk size too large', o - outAt);
+            // Leading zeros are no digits of the size (RFC 9112's `1*HEXDIG` allows them, and so
+            // does Node's parser); 13 significant ones are 2^52, exact in a double.
+            if ((digit > 0 || this.remaining > 0) && ++this.sizeDigits > 13) return this.fail('chunk size too large', o - outAt);
             this.remaining = this.remaining * 16 + digit;
             this.state = State.Size;
           } else if (this.state === State.SizeStart) return this.fail('chunk size expected', o - outAt);
