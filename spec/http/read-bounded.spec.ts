@@ -74,4 +74,18 @@ describe('readBounded', () => {
     body.destroy(new Error('broken'));
     await expect(read).rejects.toThrow('broken');
   });
+
+  it('settles at once on a body destroyed before the read, without waiting out its deadlines', async () => {
+    const limits = { maxBytes: 100, tooLarge: () => new Error('x'), idleMs: 10_000, idled: () => new Error('idle'), closedEarly: () => new Error('gone') };
+    const errored = new PassThrough();
+    errored.on('error', () => undefined); // the error went to a listener that left since
+    errored.destroy(new Error('broken'));
+    await new Promise((r) => setImmediate(r));
+    await expect(readBounded(errored, limits)).rejects.toThrow('broken');
+    const closed = new PassThrough();
+    closed.destroy();
+    await new Promise((r) => setImmediate(r));
+    await expect(readBounded(closed, limits)).rejects.toThrow('gone');
+    expect(listeners(errored) + listeners(closed)).toBe(1); // only the spec's own
+  });
 });
