@@ -24,19 +24,23 @@ for (const f of files.filter((x) => x.startsWith('load.'))) {
   for (const r of read(f).records) if (r.port) (clients.get(r.port) || clients.set(r.port, []).get(r.port)).push(r);
 }
 
-/** The client connection a proxy's record belongs to: same port, connected before the accept. */
+/**
+ * The client connection a proxy's record belongs to: the same port, the latest to connect before
+ * the accept, its first byte read after the proxy wrote it. A port the load generator used
+ * earlier matches no request of the harness's own (its readiness checks are not traced).
+ */
 function clientOf(p) {
   let best;
   for (const c of clients.get(p.port) || []) if (c.connect <= p.accept + 1 && (best === undefined || c.connect > best.connect)) best = c;
-  return best;
+  return best !== undefined && best.byte >= p.write - 1 ? best : undefined;
 }
 
-/** Splits records (sorted by connect time) into the rate steps, which idle gaps of ≥ 150 ms separate (the bench pauses 1 s between them, 200 ms with --quick). */
+/** Splits records (sorted by connect time) into the rate steps, which idle gaps of ≥ 500 ms separate (the bench pauses 1 s between them; a --quick run's 200 ms pauses do not split). */
 function steps(rows) {
   const out = [];
   let cur = [];
   for (const r of rows) {
-    if (cur.length && r.c.connect - cur[cur.length - 1].c.connect >= 150) out.push(cur), (cur = []);
+    if (cur.length && r.c.connect - cur[cur.length - 1].c.connect >= 500) out.push(cur), (cur = []);
     cur.push(r);
   }
   if (cur.length) out.push(cur);
@@ -53,7 +57,8 @@ for (const f of files.filter((x) => x.startsWith('proxy.')).sort()) {
   const rows = records.filter((p) => p.write > 0).map((p) => ({ p, c: clientOf(p) })).filter((r) => r.c && r.c.byte > 0);
   rows.sort((x, y) => x.c.connect - y.c.connect);
   const label = `${script === 'cli.js' ? 'tidegate' : name || script} ${records[0] ? records[0].path : ''} (pid ${f.split('.')[1]})`;
-  for (const s of steps(rows)) {
+  // A step of a few streams is the harness's own traffic or a straggler, not a rate.
+  for (const s of steps(rows).filter((x) => x.length >= 20)) {
     const spanS = (s[s.length - 1].c.connect - s[0].c.connect) / 1000;
     lines.push([
       label,
