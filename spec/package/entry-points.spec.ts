@@ -59,7 +59,7 @@ function loadInProject(entry: string): Loaded {
 }
 
 /** Type-checks the given user files together in the temporary project; returns each file's diagnostics. */
-function typecheck(sources: Record<string, string>, moduleResolution: ts.ModuleResolutionKind, module: ts.ModuleKind): Record<string, string[]> {
+function typecheck(sources: Record<string, string>, moduleResolution: ts.ModuleResolutionKind, module: ts.ModuleKind, skipLibCheck = true): Record<string, string[]> {
   const files = Object.keys(sources).map((name) => {
     const file = path.join(project, `${name}-${moduleResolution}.ts`);
     fs.writeFileSync(file, sources[name] ?? '');
@@ -68,7 +68,7 @@ function typecheck(sources: Record<string, string>, moduleResolution: ts.ModuleR
   const program = ts.createProgram(files.map((f) => f.file), {
     strict: true,
     noEmit: true,
-    skipLibCheck: true,
+    skipLibCheck,
     target: ts.ScriptTarget.ES2022,
     lib: ['lib.es2022.d.ts', 'lib.dom.d.ts'],
     module,
@@ -99,7 +99,9 @@ beforeAll(() => {
   const installed = path.join(project, 'node_modules', 'tidegate');
   fs.mkdirSync(installed, { recursive: true });
   execFileSync('tar', ['-xzf', path.join(project, filename), '-C', installed, '--strip-components=1'], { timeout: 10_000 });
-  const linked = [...Object.keys(pkg.dependencies), '@types'];
+  // Its dependencies, and of the declarations only Node's, which a TypeScript user of a Node
+  // library has: a declaration file the package's own need must come with it.
+  const linked = [...Object.keys(pkg.dependencies), '@types/node'];
   for (const dep of linked) {
     const target = path.join(project, 'node_modules', dep);
     fs.mkdirSync(path.dirname(target), { recursive: true });
@@ -202,5 +204,19 @@ describe('types resolve for a TypeScript user', () => {
     expect(user).toEqual([]);
     expect(wrong).toHaveLength(2);
     expect(wrong.every((m) => m.includes('is not assignable to type'))).toBe(true);
+  }, 30_000);
+
+  it("type-checks the package's own declarations clean (skipLibCheck off) with only its dependencies installed", () => {
+    const program = (fileName: string): string[] => {
+      const file = path.join(project, fileName);
+      fs.writeFileSync(file, USER_FILE);
+      const options: ts.CompilerOptions = { strict: true, noEmit: true, skipLibCheck: false, target: ts.ScriptTarget.ES2022, lib: ['lib.es2022.d.ts', 'lib.dom.d.ts'], module: ts.ModuleKind.Node16, moduleResolution: ts.ModuleResolutionKind.Node16, types: ['node'], typeRoots: [path.join(project, 'node_modules', '@types')] };
+      // Only what the package's own declarations report: its dependencies' are theirs.
+      return ts
+        .getPreEmitDiagnostics(ts.createProgram([file], options))
+        .filter((d) => d.file?.fileName.includes(`${path.sep}tidegate${path.sep}`) === true || d.file?.fileName === file)
+        .map((d) => `${path.relative(project, d.file?.fileName ?? '')}: ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`);
+    };
+    expect(program('lib-check.ts')).toEqual([]);
   }, 30_000);
 });
