@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createGatewayApp } from '../../src/gateway/app';
 import { parseConfig } from '../../src/gateway/config';
+import { ENV_OVERRIDES } from '../../src/gateway/config/env';
 import { createLogger } from '../../src/gateway/logger';
 import { createSimulator, type Simulator } from '../../src/simulator';
 import { listen } from '../harness/net';
@@ -41,6 +42,14 @@ async function listening(cli: Cli): Promise<string> {
 const children: ChildProcess[] = [];
 afterEach(() => {
   for (const c of children.splice(0)) if (c.exitCode === null) c.kill('SIGKILL');
+});
+
+describe('tidegate CLI: --help', () => {
+  it('names every environment variable the configuration reads, and LOG_LEVEL', async () => {
+    const cli = run(['--help']);
+    expect(await cli.exit).toBe(0);
+    for (const name of [...Object.keys(ENV_OVERRIDES), 'TIDEGATE_CONFIG', 'LOG_LEVEL']) expect(cli.stdout()).toMatch(new RegExp(`\\b${name}\\b`));
+  });
 });
 
 describe('tidegate CLI: graceful shutdown', () => {

@@ -2,8 +2,12 @@
 import { parseArgs } from 'node:util';
 import { redactUrlAsGiven } from '../http/redact';
 import { API_SPECS, ConfigError, DEFAULT_APIS, loadConfig } from './config';
+import { ENV_OVERRIDES } from './config/env';
 import { createLogger } from './logger';
 import { startGateway } from './server';
+
+/** The environment variables the flags' lines already name. */
+const FLAG_ENV = new Set(['TIDEGATE_CONFIG', 'PORT', 'HOST', 'UPSTREAM_URL', 'TIDEGATE_CORS_ORIGINS']);
 
 const USAGE = `Usage: tidegate [options]
 
@@ -24,6 +28,13 @@ const USAGE = `Usage: tidegate [options]
   --debug-streams            serve GET /debug/streams: each live stream's demand and buffers
   --playground               serve /playground on any address (default: only on a loopback host)
   -h, --help                 this text
+
+Environment (each sets the configuration key beside it; a flag above overrides it):
+${Object.keys(ENV_OVERRIDES)
+  .filter((name) => !FLAG_ENV.has(name))
+  .map((name) => `  ${name.padEnd(31)}${ENV_OVERRIDES[name]}`)
+  .join('\n')}
+  LOG_LEVEL                      log level (default info)
 
 Routes served by default (each forwards to the same path on the upstream):
 ${DEFAULT_APIS.map((api) => `  ${`${API_SPECS[api].methods.join('|').padEnd(4)} ${API_SPECS[api].path}`.padEnd(35)}${API_SPECS[api].summary}`).join('\n')}
