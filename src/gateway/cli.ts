@@ -29,7 +29,7 @@ const USAGE = `Usage: tidegate [options]
   --playground               serve /playground on any address (default: only on a loopback host)
   -h, --help                 this text
 
-Environment (each sets the configuration key beside it; a flag above overrides it):
+Environment (each sets the configuration key beside it; a flag overrides the environment):
 ${Object.keys(ENV_OVERRIDES)
   .filter((name) => !FLAG_ENV.has(name))
   .map((name) => `  ${name.padEnd(31)}${ENV_OVERRIDES[name]}`)
