@@ -32,13 +32,14 @@ export interface JsonBoundExceeded {
   readonly offset: number;
 }
 
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const OPEN_BRACE = 0x7b;
-const CLOSE_BRACE = 0x7d;
-const OPEN_BRACKET = 0x5b;
-const CLOSE_BRACKET = 0x5d;
-const COLON = 0x3a;
+/** JSON's structural bytes (RFC 8259 §2), as the byte scanners of JSON texts compare them. */
+export const QUOTE = 0x22;
+export const BACKSLASH = 0x5c;
+export const OPEN_BRACE = 0x7b;
+export const CLOSE_BRACE = 0x7d;
+export const OPEN_BRACKET = 0x5b;
+export const CLOSE_BRACKET = 0x5d;
+export const COLON = 0x3a;
 
 /**
  * Checks a JSON text's nesting and size in values before it is parsed, in one linear pass over

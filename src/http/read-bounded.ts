@@ -91,6 +91,10 @@ export function readBounded(body: Readable, limits: BoundedRead): Promise<Buffer
       if (limits.closedEarly === undefined) onEnd();
       else fail(limits.closedEarly);
     };
+    // A body destroyed before this read (an error its stream emitted to no listener) has
+    // nothing more to emit: it would wait out its deadlines.
+    if (body.errored !== null && body.errored !== undefined) return onError(body.errored);
+    if (body.destroyed && !body.readableEnded) return onClose();
     const { timeoutMs, timedOut } = limits;
     // Each deadline's verdict waits for the next poll: a blocked loop does not cut a body whose
     // next bytes or end already arrived (SocketDeadline).
@@ -101,10 +105,6 @@ export function readBounded(body: Readable, limits: BoundedRead): Promise<Buffer
       else onEnd();
     };
     if (idleMs !== undefined && idleMs > 0 && idled !== undefined) idleTimer = new SocketDeadline(idleMs, () => onIdle(idled(idleMs)));
-    // A body destroyed before this read (an error its stream emitted to no listener) has
-    // nothing more to emit: it would wait out its deadlines.
-    if (body.errored !== null && body.errored !== undefined) return onError(body.errored);
-    if (body.destroyed && !body.readableEnded) return onClose();
     body.on('data', onData);
     body.once('end', onEnd);
     body.once('error', onError);

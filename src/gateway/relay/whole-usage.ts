@@ -1,14 +1,7 @@
 import type { TokenUsage } from '../../providers/types';
-import { isJsonSpace } from '../json-bounds';
+import { BACKSLASH, CLOSE_BRACE, CLOSE_BRACKET, COLON, isJsonSpace, OPEN_BRACE, OPEN_BRACKET, QUOTE } from '../json-bounds';
 
 const USAGE_KEY = Buffer.from('"usage"');
-const BACKSLASH = 0x5c;
-const QUOTE = 0x22;
-const OPEN = 0x7b;
-const CLOSE = 0x7d;
-const OPEN_ARRAY = 0x5b;
-const CLOSE_ARRAY = 0x5d;
-const COLON = 0x3a;
 /** The largest `usage` object parsed, bytes: a provider's is under 1 KiB; a larger one is no count. */
 const MAX_USAGE_BYTES = 16 * 1024;
 
@@ -54,7 +47,7 @@ export function wholeAnswerUsage(body: Buffer): TokenUsage | undefined {
  */
 function topLevelUsage(body: Buffer): { start: number; end: number } | undefined {
   let i = skipSpaceBack(body, body.length - 1);
-  if (body[i] !== CLOSE) return undefined;
+  if (body[i] !== CLOSE_BRACE) return undefined;
   /** Open objects and arrays around `i`, the top-level object being 1. */
   let depth = 0;
   /** The `}` of the last object seen closing back to depth 1: a top-level value. */
@@ -67,11 +60,11 @@ function topLevelUsage(body: Buffer): { start: number; end: number } | undefined
       for (i--; i >= 0 && !(body[i] === QUOTE && !escaped(body, i)); i--);
       // The last top-level `"usage"` key, its value not an object (that would have been met first).
       if (depth === 1 && close - i + 1 === USAGE_KEY.length && body.compare(USAGE_KEY, 0, USAGE_KEY.length, i, close + 1) === 0 && body[skipSpace(body, close + 1)] === COLON) return undefined;
-    } else if (b === CLOSE || b === CLOSE_ARRAY) {
+    } else if (b === CLOSE_BRACE || b === CLOSE_BRACKET) {
       depth++;
-      if (depth === 2 && b === CLOSE) valueEnd = i;
-    } else if (b === OPEN || b === OPEN_ARRAY) {
-      if (depth === 2 && b === OPEN && isUsageKeyBefore(body, i)) return { start: i, end: valueEnd };
+      if (depth === 2 && b === CLOSE_BRACE) valueEnd = i;
+    } else if (b === OPEN_BRACE || b === OPEN_BRACKET) {
+      if (depth === 2 && b === OPEN_BRACE && isUsageKeyBefore(body, i)) return { start: i, end: valueEnd };
       if (--depth === 0) return undefined;
     }
   }
