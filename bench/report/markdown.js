@@ -58,27 +58,56 @@ function header(res, out) {
   for (const note of res.notes || []) out.push(`> ${note}`, '');
 }
 
+/** The systems the method can list, in run order: target name and what it is. */
+const SYSTEMS = [
+  ['naive', 'Express + node-fetch, `res.write()` of every chunk, its result ignored'],
+  ['pipeline', 'Express + `http.request`, `pipeline(upstreamRes, res)`'],
+  ['fetch-pipeline', 'Express + Node\'s `fetch`, `pipeline(Readable.fromWeb(body), res)`'],
+  ['hpm', 'Express + `createProxyMiddleware`, its defaults'],
+  ['nginx', '`proxy_buffering off`, one worker'],
+  ['nginx-sndbuf64k', 'the same with `listen … sndbuf=64k`'],
+  ['tidegate-pass', 'a passthrough route (`--passthrough /sse=…`)'],
+  ['tidegate-openai', '`POST /v1/chat/completions`'],
+  ['tidegate-responses', '`POST /v1/responses`'],
+];
+const baseName = (n) => /^[^~@+]+/.exec(n)[0];
+
+/** The systems with a row in some scenario's table, by target name (variants count as their base). */
+function systemsRun(res) {
+  const S = res.scenarios;
+  const ran = new Set();
+  for (const [key, rows] of Object.entries(S)) {
+    if (!rows || rows.error || ['MAP', 'MICRO', 'RESUME'].includes(key)) continue;
+    for (const n of Object.keys(rows)) ran.add(baseName(n));
+  }
+  // The stability map names its rows by policy; its tidegate rows run the passthrough route
+  // where the build has one, else the OpenAI route (bench/scenarios/map.js).
+  const policies = S.MAP && S.MAP.policies ? Object.keys(S.MAP.policies) : [];
+  if (policies.includes('naive proxy')) ran.add('naive');
+  if (policies.some((p) => p.startsWith('tidegate'))) ran.add(res.skipped.some((s) => s.target === 'tidegate-pass') ? 'tidegate-openai' : 'tidegate-pass');
+  return ran;
+}
+
+/** "nginx and nginx, sndbuf=64k — nginx not installed …": the listed systems that did not run, one entry per reason. */
+function systemsSkipped(res, ran) {
+  const byWhy = new Map();
+  for (const s of res.skipped) {
+    if (ran.has(s.target) || !SYSTEMS.some(([n]) => n === s.target)) continue;
+    byWhy.set(s.why, [...(byWhy.get(s.why) || []), label(s.target)]);
+  }
+  return [...byWhy].map(([why, names]) => `${names.join(' and ')} — ${esc(why)}`);
+}
+
 function method(res, out) {
   const P = res.params;
   out.push('## Method', '');
   out.push('Every system runs as its own process on 127.0.0.1, beside a fake OpenAI-compatible upstream (`bench/upstream.js`) and a load generator (`bench/load.js`); they share the machine\'s cores, so ratios within a run mean more than absolute figures.', '');
-  out.push(
-    mdTable(
-      ['system', 'what it is'],
-      [
-        ['naive Express proxy', 'Express + node-fetch, `res.write()` of every chunk, its result ignored'],
-        ['http.request + pipeline()', 'Express + `http.request`, `pipeline(upstreamRes, res)`'],
-        ['fetch + pipeline()', 'Express + Node\'s `fetch`, `pipeline(Readable.fromWeb(body), res)`'],
-        ['http-proxy-middleware', 'Express + `createProxyMiddleware`, its defaults'],
-        ['nginx', '`proxy_buffering off`, one worker'],
-        ['nginx, sndbuf=64k', 'the same with `listen … sndbuf=64k`'],
-        ['tidegate passthrough', 'a passthrough route (`--passthrough /sse=…`)'],
-        ['tidegate OpenAI route', '`POST /v1/chat/completions`'],
-        ['tidegate Responses route', '`POST /v1/responses` (where the build serves it)'],
-      ],
-    ),
-    '',
-  );
+  const ran = systemsRun(res);
+  const listed = SYSTEMS.filter(([n]) => ran.has(n));
+  if (listed.length) out.push(mdTable(['system', 'what it is'], listed.map(([n, what]) => [label(n), what])), '');
+  else out.push('No proxy ran in this run.', '');
+  const skipped = systemsSkipped(res, ran);
+  if (skipped.length) out.push(`Skipped: ${skipped.join('; ')}.`, '');
   out.push('The baselines are in `bench/baselines.js`; every command line is in `bench/targets.js`. tidegate runs as:', '');
   out.push('```sh', `node ${res.gatewayCommand}`, '```', '');
   if (res.gatewayConfig) out.push(`\`bench-config.json\` turns admission limits off (every bench client comes from one address): \`${JSON.stringify(res.gatewayConfig)}\`.`, '');
@@ -93,7 +122,7 @@ function method(res, out) {
   if (P.map) rows.push(['stability map', `${P.map.streams} per cell`, `${P.map.producers[0]}–${P.map.producers[P.map.producers.length - 1]} events/s`, `${P.map.cellMs / 1000} s per cell`, 'completed / slowed / terminated / grew']);
   out.push(mdTable(['scenario', 'clients', 'upstream sends', 'duration', 'measures'], rows), '');
   out.push('Definitions:', '');
-  out.push('- **CPU**: user + system time from `/proc/<pid>/stat` (nginx: master + worker). **RSS**: VmRSS every 100 ms.');
+  out.push(`- **CPU**: user + system time from \`/proc/<pid>/stat\`${ran.has('nginx') || ran.has('nginx-sndbuf64k') ? ' (nginx: master + worker)' : ''}. **RSS**: VmRSS every 100 ms.`);
   out.push('- **held/stream**: payload a proxy read from its upstream socket minus payload it handed to its client socket (userland), in frozen snapshots, over streams whose sockets still exist.');
   out.push('- **own kernel bytes**: the queues of the proxy\'s own sockets in `/proc/net/tcp`: send queues towards the clients (local port = its listening port) and receive queues from the upstream (remote port = the upstream\'s); the upstream\'s and the clients\' own queues are not counted. "per stalled stream" is the largest sum of one stream\'s two sockets at a snapshot; "peak" the largest total, sampled every 500 ms.');
   out.push('- **budget use**: the gateway\'s own count, `peakBufferedBytes` in its stream log.');
@@ -421,7 +450,9 @@ function markdown(res, charts) {
   if (S.MAP && S.MAP.policies) mapSection(res, out, charts);
   if (S.MICRO) microSection(res, out);
   if (S.RESUME && !S.RESUME.skipped) resumeSection(res, out);
-  if (res.skipped.length) out.push('Not run: ' + res.skipped.map((s) => `${s.target} (${s.why})`).join('; ') + '.', '');
+  // Systems the method names as skipped are not repeated here.
+  const notRun = res.skipped.filter((s) => !SYSTEMS.some(([n]) => n === s.target));
+  if (notRun.length) out.push('Not run: ' + notRun.map((s) => `${s.target} (${s.why})`).join('; ') + '.', '');
   analysis(res, out);
   return out.join('\n');
 }
