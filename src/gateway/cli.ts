@@ -6,12 +6,8 @@ import { ENV_OVERRIDES } from './config/env';
 import { createLogger } from './logger';
 import { startGateway } from './server';
 
-/** The environment variables the flags' lines already name. */
-const FLAG_ENV = new Set(['TIDEGATE_CONFIG', 'PORT', 'HOST', 'UPSTREAM_URL', 'TIDEGATE_CORS_ORIGINS']);
-
-const USAGE = `Usage: tidegate [options]
-
-  --config FILE              YAML or JSON configuration (also TIDEGATE_CONFIG)
+/** The flags' lines of --help; a line that names an environment variable ("also PORT") is its only mention. */
+const FLAG_LINES = `  --config FILE              YAML or JSON configuration (also TIDEGATE_CONFIG)
   --port N                   listening port (also PORT; default 8080, 0 = ephemeral)
   --host H                   listening address (also HOST; default 127.0.0.1)
   --upstream URL             upstream base URL (also UPSTREAM_URL; default: embedded simulator)
@@ -27,14 +23,26 @@ const USAGE = `Usage: tidegate [options]
   --cors-origin ORIGIN       let pages on ORIGIN call the gateway (repeatable, * for any; also TIDEGATE_CORS_ORIGINS=a,b)
   --debug-streams            serve GET /debug/streams: each live stream's demand and buffers
   --playground               serve /playground on any address (default: only on a loopback host)
-  -h, --help                 this text
+  -h, --help                 this text`;
+
+/** Every environment variable the gateway reads, and what it sets. */
+const ENV_VARS: ReadonlyArray<readonly [name: string, sets: string]> = [
+  ['TIDEGATE_CONFIG', 'the configuration file'],
+  ...Object.entries(ENV_OVERRIDES),
+  ['LOG_LEVEL', 'log level (default info)'],
+];
+
+/** Whether a flag's line names `name` (as a whole word: PORT is not in TIDEGATE_PORTS). */
+const flagLineNames = (name: string): boolean => new RegExp(`(?<![A-Z0-9_])${name}(?![A-Z0-9_])`).test(FLAG_LINES);
+
+const USAGE = `Usage: tidegate [options]
+
+${FLAG_LINES}
 
 Environment (each sets the configuration key beside it; a flag overrides the environment):
-${Object.keys(ENV_OVERRIDES)
-  .filter((name) => !FLAG_ENV.has(name))
-  .map((name) => `  ${name.padEnd(31)}${ENV_OVERRIDES[name]}`)
+${ENV_VARS.filter(([name]) => !flagLineNames(name))
+  .map(([name, sets]) => `  ${name.padEnd(31)}${sets}`)
   .join('\n')}
-  LOG_LEVEL                      log level (default info)
 
 Routes served by default (each forwards to the same path on the upstream):
 ${DEFAULT_APIS.map((api) => `  ${`${API_SPECS[api].methods.join('|').padEnd(4)} ${API_SPECS[api].path}`.padEnd(35)}${API_SPECS[api].summary}`).join('\n')}
