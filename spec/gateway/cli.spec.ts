@@ -45,16 +45,16 @@ afterEach(() => {
 });
 
 describe('tidegate CLI: --help', () => {
-  it('names every environment variable the configuration reads, and LOG_LEVEL', async () => {
+  it('names every environment variable the gateway reads', async () => {
     const cli = run(['--help']);
     expect(await cli.exit).toBe(0);
-    for (const name of [...Object.keys(ENV_OVERRIDES), 'TIDEGATE_CONFIG', 'LOG_LEVEL']) expect(cli.stdout()).toMatch(new RegExp(`\\b${name}\\b`));
+    for (const name of [...Object.keys(ENV_OVERRIDES), 'TIDEGATE_CONFIG', 'LOG_LEVEL', 'TIDEGATE_SOCKET_OPTIONS']) expect(cli.stdout()).toMatch(new RegExp(`\\b${name}\\b`));
   });
 
   it("names each environment variable once: on its flag's line or in the environment section", async () => {
     const cli = run(['--help']);
     expect(await cli.exit).toBe(0);
-    const names = [...Object.keys(ENV_OVERRIDES), 'TIDEGATE_CONFIG', 'LOG_LEVEL'];
+    const names = [...Object.keys(ENV_OVERRIDES), 'TIDEGATE_CONFIG', 'LOG_LEVEL', 'TIDEGATE_SOCKET_OPTIONS'];
     const counts = Object.fromEntries(names.map((name) => [name, cli.stdout().match(new RegExp(`\\b${name}\\b`, 'g'))?.length ?? 0]));
     expect(counts).toEqual(Object.fromEntries(names.map((name) => [name, 1])));
   });

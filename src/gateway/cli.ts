@@ -30,6 +30,7 @@ const ENV_VARS: ReadonlyArray<readonly [name: string, sets: string]> = [
   ['TIDEGATE_CONFIG', 'the configuration file'],
   ...Object.entries(ENV_OVERRIDES),
   ['LOG_LEVEL', 'log level (default info)'],
+  ['TIDEGATE_SOCKET_OPTIONS', 'socket options addon: off, or the path of another build'],
 ];
 
 /** Whether a flag's line names `name` (as a whole word: PORT is not in TIDEGATE_PORTS). */
@@ -39,7 +40,7 @@ const USAGE = `Usage: tidegate [options]
 
 ${FLAG_LINES}
 
-Environment (each sets the configuration key beside it; a flag overrides the environment):
+Environment (each sets the configuration key or what is written beside it; a flag overrides the environment):
 ${ENV_VARS.filter(([name]) => !flagLineNames(name))
   .map(([name, sets]) => `  ${name.padEnd(31)}${sets}`)
   .join('\n')}
