@@ -22,5 +22,6 @@ for (const spec of files.slice(1)) {
 }
 base.notes = [...(base.notes || []), ...notes];
 const root = path.resolve(__dirname, '..');
+fs.mkdirSync(path.join(__dirname, 'results'), { recursive: true });
 fs.writeFileSync(path.join(__dirname, 'results', 'latest-full-merged.json'), JSON.stringify(base, null, 1));
 console.log(report.write(base, root).join(', '));
