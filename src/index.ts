@@ -31,7 +31,7 @@ export * from './sse';
 export * from './express';
 export * from './client';
 
-export { UpstreamHttpError, UpstreamRedirectError, UpstreamResetError, UpstreamUnreachableError, UpstreamUpgradeError, UpstreamStreamError, UpstreamTruncatedError } from './http/errors';
+export { UpstreamEncodingError, UpstreamHttpError, UpstreamRedirectError, UpstreamResetError, UpstreamUnreachableError, UpstreamUpgradeError, UpstreamStreamError, UpstreamTruncatedError } from './http/errors';
 export { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_FIRST_BYTE_TIMEOUT_MS, fetchUpstream, openUpstreamStream } from './http/request';
 export type { UpstreamBody, UpstreamRequest, UpstreamStream } from './http/request';
 export type { FollowRedirects } from './http/call';

@@ -1,6 +1,6 @@
 import zlib from 'node:zlib';
 import { connectSse } from '../../src/client';
-import { UpstreamUpgradeError } from '../../src/http/errors';
+import { UpstreamEncodingError, UpstreamUpgradeError } from '../../src/http/errors';
 import { sleep } from '../harness/net';
 import { collect, scriptedServers, sseHead, within } from './helpers';
 
@@ -34,6 +34,23 @@ describe('connectSse against hostile servers', () => {
     const { error } = await within(c.done, 3000);
     expect(error).toBeInstanceOf(UpstreamUpgradeError);
     expect(error).toMatchObject({ code: 'ERR_TIDEGATE_UPSTREAM_RESET', status: 101 });
+    await sleep(50);
+    expect(server.requests).toHaveLength(1);
+    expect(closed).toBe(1);
+  });
+
+  it.each(['zstd', 'gzip, br'])('fails at once, without reconnecting, when the stream comes in a coding it does not decode (%s), its socket closed', async (coding) => {
+    let closed = 0;
+    const server = await serve((_req, res) => {
+      res.socket?.once('close', () => closed++);
+      sseHead(res, { 'content-encoding': coding });
+      res.end('data: not identity\n\n');
+    });
+    const c = collect(connectSse(server.url));
+    const { error } = await within(c.done, 3000);
+    expect(error).toBeInstanceOf(UpstreamEncodingError);
+    expect(error).toMatchObject({ code: 'ERR_TIDEGATE_UPSTREAM_ENCODING', upstreamStatus: 200, contentEncoding: coding });
+    expect(c.events).toEqual([]);
     await sleep(50);
     expect(server.requests).toHaveLength(1);
     expect(closed).toBe(1);

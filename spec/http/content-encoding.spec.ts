@@ -5,8 +5,9 @@
  */
 import type http from 'node:http';
 import zlib from 'node:zlib';
+import { UpstreamEncodingError, UpstreamHttpError } from '../../src/http/errors';
 import { fetchUpstream, openUpstreamStream } from '../../src/http/request';
-import { listen } from '../harness/net';
+import { listen, waitFor } from '../harness/net';
 
 const plain = Buffer.from(Array.from({ length: 400 }, (_, i) => `data: {"n":${i},"t":"é€😀"}\n\n`).join(''));
 const encodings: Record<string, (b: Buffer) => Buffer> = {
@@ -56,5 +57,61 @@ describe('an upstream body with a Content-Encoding', () => {
       sub.request(1);
     });
     expect(body.equals(plain)).toBe(true);
+  });
+});
+
+/**
+ * A coding is read as RFC 9110 §8.4 reads it: case-insensitive, in a list, `identity` naming
+ * none. One of gzip, deflate or br, spelled any way, is decoded; any other coding, or a stack of
+ * several, is refused instead of being read as identity.
+ */
+describe('an upstream body in a coding the call does not decode', () => {
+  let upstream: Awaited<ReturnType<typeof listen>>;
+  /** Sockets of answers whose connection closed. */
+  let closed = 0;
+  const refused = ['zstd', 'x-foo', 'gzip, zstd', 'gzip, gzip'];
+
+  beforeAll(async () => {
+    upstream = await listen((req: http.IncomingMessage, res: http.ServerResponse) => {
+      const [, kind, status, coding] = (req.url ?? '').split('/').map(decodeURIComponent);
+      res.socket?.once('close', () => closed++);
+      const lower = coding.replace(/[ ,]|identity/gi, '').replace(/^x-/i, '').toLowerCase();
+      const encode = lower === 'gzip' ? zlib.gzipSync : lower === 'deflate' ? zlib.deflateSync : lower === 'br' ? zlib.brotliCompressSync : (b: Buffer) => b;
+      res.writeHead(Number(status), { 'content-type': kind === 'stream' && status === '200' ? 'text/event-stream' : 'application/json', 'content-encoding': coding, 'retry-after': '1' });
+      res.end(encode(plain));
+    });
+  });
+  afterAll(() => upstream.close());
+
+  const url = (kind: string, status: number, coding: string): string => `${upstream.url}/${kind}/${status}/${encodeURIComponent(coding)}`;
+
+  it.each(refused)('refuses a 200 whole answer in %s, its body unread and its connection closed', async (coding) => {
+    const before = closed;
+    const error = await fetchUpstream({ url: url('whole', 200, coding), route: '/v1/x' }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(UpstreamEncodingError);
+    expect(error).toMatchObject({ code: 'ERR_TIDEGATE_UPSTREAM_ENCODING', status: 502, upstreamStatus: 200, contentEncoding: coding });
+    await waitFor(() => closed > before);
+  });
+
+  it.each(refused)('refuses a 200 stream in %s before its body is read', async (coding) => {
+    const error = await openUpstreamStream({ url: url('stream', 200, coding) }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(UpstreamEncodingError);
+    expect((error as Error).message).toMatch(/^upstream answered HTTP 200 with .*, which the gateway does not decode \(it asked for identity\)$/);
+  });
+
+  it.each(refused)('keeps the status and Retry-After of an error answer in %s, without its body', async (coding) => {
+    for (const kind of ['whole', 'stream']) {
+      const call = kind === 'whole' ? fetchUpstream({ url: url(kind, 429, coding) }) : openUpstreamStream({ url: url(kind, 429, coding) });
+      const error = await call.catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(UpstreamHttpError);
+      expect(error).toMatchObject({ status: 429, body: '', retryAfterMs: 1000 });
+    }
+  });
+
+  it('decodes gzip, deflate and br whatever their case, with identity and empty elements in the list', async () => {
+    for (const coding of ['GZIP', ' Br ', 'identity, x-gzip', 'Deflate,', 'IDENTITY']) {
+      const answer = await fetchUpstream({ url: url('whole', 200, coding), maxBodyBytes: 1 << 20 });
+      expect(answer.body.equals(plain)).toBe(true);
+    }
   });
 });

@@ -4,7 +4,7 @@ import { reportDropped } from '../flow/discard';
 import type { Subscriber, Subscription } from '../flow/types';
 import type { SseEvent } from '../sse/codec/parser';
 import { sseDecode } from '../sse/operators/sse-decode';
-import { UpstreamRedirectError, UpstreamUpgradeError } from '../http/errors';
+import { UpstreamEncodingError, UpstreamRedirectError, UpstreamUpgradeError } from '../http/errors';
 import { isMediaType } from '../http/media-type';
 import { retryAfterMs as parseRetryAfter } from '../http/retry';
 import { SocketDeadline } from '../http/socket-deadline';
@@ -142,9 +142,9 @@ export class SseSession implements Subscription {
       },
       (err: unknown) => {
         if (gen !== this.generation) return;
-        // The upstream answered, with a redirect loop, one off its origin, or a switch of
-        // protocols: asking again changes nothing.
-        if (err instanceof UpstreamRedirectError || err instanceof UpstreamUpgradeError) this.finish(true, err);
+        // The upstream answered, with a redirect loop, one off its origin, a switch of
+        // protocols or a body in a coding not decoded: asking again changes nothing.
+        if (err instanceof UpstreamRedirectError || err instanceof UpstreamUpgradeError || err instanceof UpstreamEncodingError) this.finish(true, err);
         else this.onConnectionFailure(err);
       },
     );

@@ -11,7 +11,8 @@ import { fromReadable } from '../flow/sources/readable';
 import { timerScheduler } from '../flow/timer-scheduler';
 import type { FlowContext, Subscriber } from '../flow/types';
 import { readBounded } from './read-bounded';
-import { DEFAULT_MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES, MAX_REDIRECTS, networkError, UpstreamBodyTooLargeError, UpstreamRedirectError, UpstreamUpgradeError } from './errors';
+import { DEFAULT_MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES, MAX_REDIRECTS, networkError, UpstreamBodyTooLargeError, UpstreamEncodingError, UpstreamRedirectError, UpstreamUpgradeError } from './errors';
+import { bodyCoding } from './content-coding';
 import { bypassBodyCallbacks } from './body-bypass';
 import { bodyIsResponse, callAgent, CallSignal, dropReceivedHeaders, dropSentHeaders, expectRedirect, readCallOf, releaseFetchListeners, setReadCall, withClientRequest, type SizedReadCall } from './node-hooks';
 import { markListeners, type ListenerMark } from './listener-mark';
@@ -120,6 +121,8 @@ export class UpstreamCall implements SizedReadCall {
   private incoming: http.IncomingMessage | undefined;
   /** The final response's body is not compressed (read from its head, which a streamed body does not keep). */
   private identityBody = false;
+  /** The final response is an error answer whose body is in a coding nobody here decodes: its body is never read. */
+  private undecodable = false;
   private firstByteTimer: SocketDeadline | undefined;
   private connectTimer: SocketDeadline | undefined;
   private released = false;
@@ -255,9 +258,22 @@ export class UpstreamCall implements SizedReadCall {
       delete res.headers.location;
       this.refusedRedirect = new UpstreamRedirectError(status, this.request.route, reason);
     }
+    const method = this.request.method ?? 'POST';
+    // node-fetch ignores the coding where no body comes, as here.
+    const coding = method === 'HEAD' || status === 204 || status === 304 ? undefined : bodyCoding(res.headers['content-encoding']);
+    if (coding?.kind === 'refused') {
+      // Read as identity, such a body would be relayed as garbage or end as a truncated stream.
+      // A 2xx is no answer then; an error answer still is one by its status, without its body.
+      if (status < 300) {
+        this.abort(new UpstreamEncodingError(status, res.headers['content-encoding'] as string, coding.codings, this.request.route));
+        return;
+      }
+      this.undecodable = true;
+    }
+    // node-fetch decodes a coding only as it spells it, alone: `GZIP` or `identity, gzip` must read `gzip`.
+    if (coding?.kind === 'decoded') res.headers['content-encoding'] = coding.coding;
     this.incoming = res;
-    const encoding = res.headers['content-encoding'];
-    this.identityBody = encoding === undefined || encoding === 'identity';
+    this.identityBody = coding === undefined || coding.kind === 'identity';
     bodyIsResponse(res);
     const socket = res.socket;
     if (socket === null) return;
@@ -266,7 +282,7 @@ export class UpstreamCall implements SizedReadCall {
     const observed = this.request.onRead !== undefined;
     if (sized) setReadCall(socket, this);
     // One push per socket read instead of one per HTTP chunk; it calls onRead once pushed.
-    const bypassed = bypassBodyCallbacks(res, this.request.method ?? 'POST', observed ? this.onSocketData : undefined, sized ? this.request.bodyReleased : undefined);
+    const bypassed = bypassBodyCallbacks(res, method, observed ? this.onSocketData : undefined, sized ? this.request.bodyReleased : undefined);
     // Else after the HTTP parser's own 'data' listener: the bytes are in the response by then.
     const listening = observed && !bypassed;
     if (listening) socket.on('data', this.onSocketData);
@@ -329,12 +345,16 @@ export class UpstreamCall implements SizedReadCall {
 
   /**
    * The first `maxBytes` of the body as text ({@link bodyText}; the rest is not read: the call is
-   * released and its request aborted), '' when the body breaks. For error answers a client
-   * reports but never trusts to be small.
+   * released and its request aborted), '' when the body breaks or is in a coding not decoded
+   * (unread). For error answers a client reports but never trusts to be small.
    */
   async headText(response: Response, maxBytes: number): Promise<string> {
     const source = response.body as unknown as Readable;
     this.body = source;
+    if (this.undecodable) {
+      this.release();
+      return '';
+    }
     try {
       return bodyText(await readBounded(source, { maxBytes, truncate: true, tooLarge: () => undefined }), response);
     } catch {
@@ -350,11 +370,14 @@ export class UpstreamCall implements SizedReadCall {
    * with node-fetch's unbounded `buffer()` / `text()`. A silence of the request's `idleTimeoutMs`
    * aborts the request with `TimeoutError('idle')`; with `silence: 'partial'` (an error body) it
    * resolves with what arrived instead (silence: `idleTimeoutMs`, else the first-byte timeout),
-   * the request left to release.
+   * the request left to release. An error answer's body in a coding not decoded resolves empty,
+   * unread, the request left to release.
    */
   readBody(response: Response, maxBytes: number, silence: 'timeout' | 'partial' = 'timeout'): Promise<Buffer> {
     const source = response.body as unknown as Readable;
     this.body = source;
+    // An error answer whose coding nobody here decodes: its status is the answer (the caller releases the call).
+    if (this.undecodable) return Promise.resolve(Buffer.alloc(0));
     return readBounded(source, {
       maxBytes,
       tooLarge: (limit) => {
@@ -376,7 +399,7 @@ export class UpstreamCall implements SizedReadCall {
 
   /**
    * The body of an error answer, at most the lower of `maxBodyBytes` and
-   * {@link MAX_ERROR_BODY_BYTES} ('' if it breaks); a longer one rejects with
+   * {@link MAX_ERROR_BODY_BYTES} ('' if it breaks or is in a coding not decoded); a longer one rejects with
    * {@link UpstreamBodyTooLargeError}; an abort meanwhile rejects with its reason, as the call's does.
    * A body that goes silent is cut there (see {@link readBody}): what arrived is the text.
    */

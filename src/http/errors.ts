@@ -201,6 +201,41 @@ export class UpstreamNotStreamError extends TidegateError {
   }
 }
 
+/**
+ * A 2xx answer's body is in a content coding the gateway does not decode
+ * (`ERR_TIDEGATE_UPSTREAM_ENCODING`, HTTP 502 to the client): the upstream was asked for
+ * `identity`, and only one of gzip, deflate or br (any case) is decoded; another coding
+ * (`zstd`, `compress`, an unknown token) or a stack of several (`gzip, br`) would otherwise be
+ * read as identity. The body is not read: the upstream request is aborted at once, and never
+ * retried (the upstream did answer). The message reaches the client, so it names registered
+ * codings only (lower case; any other makes it an unregistered `Content-Encoding`);
+ * `contentEncoding` keeps the header as it came.
+ */
+export class UpstreamEncodingError extends TidegateError {
+  /** HTTP status when it ends a response before its headers. */
+  readonly status = 502;
+
+  constructor(
+    readonly upstreamStatus: number,
+    /** The upstream's `Content-Encoding` as it sent it (for the caller, not for clients). */
+    readonly contentEncoding: string,
+    /** The codings it lists, lower case, `identity` and empty elements left out. */
+    codings: readonly string[],
+    route = '',
+  ) {
+    const listed = codings.join(', ');
+    const named = !codings.every((c) => REGISTERED_CODINGS.has(c))
+      ? 'an unregistered Content-Encoding'
+      : listed.length > 64
+        ? `a Content-Encoding of ${codings.length} codings`
+        : `Content-Encoding ${listed}`;
+    super('ERR_TIDEGATE_UPSTREAM_ENCODING', `${upstreamOf(route)} answered HTTP ${upstreamStatus} with ${named}, which the gateway does not decode (it asked for identity)`);
+  }
+}
+
+/** The IANA HTTP Content Coding Registry's codings, and node-fetch's `x-deflate`: the ones an error message may name. */
+const REGISTERED_CODINGS: ReadonlySet<string> = new Set(['aes128gcm', 'br', 'compress', 'dcb', 'dcz', 'deflate', 'exi', 'gzip', 'pack200-gzip', 'x-compress', 'x-deflate', 'x-gzip', 'zstd']);
+
 /** Most bytes of an upstream error body the gateway reads and relays (64 KiB); a longer one is {@link UpstreamBodyTooLargeError}. */
 export const MAX_ERROR_BODY_BYTES = 64 * 1024;
 /** Default most bytes of a non-stream upstream answer (8 MiB, `upstream.maxBodyBytes`). */

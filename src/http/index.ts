@@ -3,6 +3,7 @@ export {
   DEFAULT_MAX_BODY_BYTES,
   MAX_ERROR_BODY_BYTES,
   UpstreamBodyTooLargeError,
+  UpstreamEncodingError,
   UpstreamHttpError,
   UpstreamNotStreamError,
   UpstreamRedirectError,

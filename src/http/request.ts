@@ -50,11 +50,14 @@ export interface UpstreamBody {
 
 /**
  * Sends `request` through node-fetch (keep-alive agent, `Accept-Encoding: identity`, since a
- * compressed SSE body delays or breaks streaming) and resolves once the upstream answered.
+ * compressed SSE body delays or breaks streaming) and resolves once the upstream answered. A body
+ * compressed anyway is decoded when its one coding is gzip, deflate or br (any case).
  *
  * Errors: {@link UpstreamHttpError} for a 4xx or 5xx status (status and body text, at most
- * {@link MAX_ERROR_BODY_BYTES}, kept for pass-through); {@link UpstreamRedirectError} for any 3xx
- * not followed (see `followRedirects`); {@link UpstreamNotStreamError} for a 2xx
+ * {@link MAX_ERROR_BODY_BYTES}, kept for pass-through; '' when in a coding not decoded);
+ * {@link UpstreamRedirectError} for any 3xx not followed (see `followRedirects`);
+ * {@link UpstreamEncodingError} for a 2xx in any other coding (the body is not read, the request
+ * is aborted); {@link UpstreamNotStreamError} for a 2xx
  * whose body is not `text/event-stream` (the body is not read, the request is aborted);
  * {@link UpstreamBodyTooLargeError} for a longer error body; {@link UpstreamResetError} when the
  * connection fails; `TimeoutError` (`connect`, `first`); the signal's abort reason when aborted.
@@ -103,6 +106,7 @@ function refuseRedirect(call: UpstreamCall, response: Response): void {
  *
  * Errors: {@link UpstreamHttpError} for a 4xx or 5xx status (body kept for pass-through),
  * {@link UpstreamRedirectError} for any 3xx not followed (see `followRedirects`),
+ * {@link UpstreamEncodingError} for a 2xx in a coding not decoded (as {@link openUpstreamStream}),
  * {@link UpstreamBodyTooLargeError} for a longer body (the request aborted, its socket
  * destroyed), {@link UpstreamResetError} (with the answered `status` when the body broke),
  * `TimeoutError`, the signal's reason.
@@ -153,7 +157,8 @@ export interface UpstreamAnswer {
  *
  * Errors: {@link UpstreamResetError} when the connection fails, `TimeoutError` (`connect`,
  * `first`), {@link UpstreamRedirectError} for a redirect `followRedirects` refused to follow
- * (too many, another origin), the signal's abort reason when aborted.
+ * (too many, another origin), {@link UpstreamEncodingError} for a 2xx in a coding not decoded,
+ * the signal's abort reason when aborted.
  */
 export async function sendUpstream(request: CallRequest): Promise<UpstreamAnswer> {
   // A 3xx not followed is an answer like any other: the caller maps it. One the call refused to

@@ -83,7 +83,8 @@ export interface ResumableRequest {
  *
  * Errors (rejection): {@link UpstreamHttpError} for an HTTP error before the first connection
  * opened, {@link UpstreamRedirectError} for a 3xx it did not follow, {@link UpstreamNotStreamError}
- * for a 2xx that is not a 200 `text/event-stream`, `UpstreamUnreachableError` when its last attempt could not connect at all
+ * for a 2xx that is not a 200 `text/event-stream`, `UpstreamEncodingError` for a 2xx in a content
+ * coding not decoded (also after it opened: never reconnected), `UpstreamUnreachableError` when its last attempt could not connect at all
  * (refused, unresolvable, no route), {@link UpstreamResetError} when it failed otherwise, the
  * signal's reason.
  */

@@ -1,0 +1,42 @@
+/**
+ * The content codings an upstream body may arrive in and still be read: those node-fetch 2
+ * decodes (gzip and deflate with their `x-` aliases, br), lower case. node-fetch decodes one only
+ * when the answer's `Content-Encoding` is exactly that spelling, alone; anything else it hands on
+ * undecoded, as if identity.
+ */
+export const DECODED_CODINGS: ReadonlySet<string> = new Set(['gzip', 'x-gzip', 'deflate', 'x-deflate', 'br']);
+
+/**
+ * What an answer's body is in, read from its `Content-Encoding`: no coding (`identity`), one
+ * coding of {@link DECODED_CODINGS} (`decoded`, lower case), or anything else (`refused`: the
+ * codings as listed, lower case, a stack of several included).
+ */
+export type BodyCoding = { kind: 'identity' } | { kind: 'decoded'; coding: string } | { kind: 'refused'; codings: readonly string[] };
+
+const IDENTITY: BodyCoding = { kind: 'identity' };
+const OWS = /^[ \t]+|[ \t]+$/g;
+
+/**
+ * Reads a `Content-Encoding` value (RFC 9110 §8.4), as Node joins repeated header lines (`, `):
+ * codings are case-insensitive tokens in a list, empty elements skipped (§5.6.1), and
+ * `identity`, which names no coding, skipped too. One coding of {@link DECODED_CODINGS} is
+ * `decoded`; several, even each decodable, are `refused` (node-fetch undoes one).
+ *
+ * @param value the header as received, `undefined` when absent.
+ * @example
+ * bodyCoding(' GZIP ')         // { kind: 'decoded', coding: 'gzip' }
+ * bodyCoding('identity')       // { kind: 'identity' }
+ * bodyCoding('gzip, zstd')     // { kind: 'refused', codings: ['gzip', 'zstd'] }
+ */
+export function bodyCoding(value: string | undefined): BodyCoding {
+  if (value === undefined) return IDENTITY;
+  const codings: string[] = [];
+  for (const element of value.split(',')) {
+    // OWS is spaces and tabs only (§5.6.3): a coding padded with anything else is no coding read here.
+    const coding = element.replace(OWS, '').toLowerCase();
+    if (coding !== '' && coding !== 'identity') codings.push(coding);
+  }
+  if (codings.length === 0) return IDENTITY;
+  if (codings.length === 1 && DECODED_CODINGS.has(codings[0] as string)) return { kind: 'decoded', coding: codings[0] as string };
+  return { kind: 'refused', codings };
+}
