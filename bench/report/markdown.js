@@ -88,14 +88,14 @@ function systemsRun(res) {
   return ran;
 }
 
-/** "nginx and nginx, sndbuf=64k — nginx not installed …": the listed systems that did not run, one entry per reason. */
+/** `"nginx" and "nginx, sndbuf=64k": nginx not installed …`: the listed systems that did not run, one entry per reason. */
 function systemsSkipped(res, ran) {
   const byWhy = new Map();
   for (const s of res.skipped) {
     if (ran.has(s.target) || !SYSTEMS.some(([n]) => n === s.target)) continue;
     byWhy.set(s.why, [...(byWhy.get(s.why) || []), label(s.target)]);
   }
-  return [...byWhy].map(([why, names]) => `${names.join(' and ')} — ${esc(why)}`);
+  return [...byWhy].map(([why, names]) => `${names.map((n) => `"${n}"`).join(' and ')}: ${esc(why)}`);
 }
 
 function method(res, out) {
@@ -107,7 +107,7 @@ function method(res, out) {
   if (listed.length) out.push(mdTable(['system', 'what it is'], listed.map(([n, what]) => [label(n), what])), '');
   else out.push('No proxy ran in this run.', '');
   const skipped = systemsSkipped(res, ran);
-  if (skipped.length) out.push(`Skipped: ${skipped.join('; ')}.`, '');
+  if (skipped.length) out.push(`Not run: ${skipped.join('; ')}.`, '');
   out.push('The baselines are in `bench/baselines.js`; every command line is in `bench/targets.js`. tidegate runs as:', '');
   out.push('```sh', `node ${res.gatewayCommand}`, '```', '');
   if (res.gatewayConfig) out.push(`\`bench-config.json\` turns admission limits off (every bench client comes from one address): \`${JSON.stringify(res.gatewayConfig)}\`.`, '');

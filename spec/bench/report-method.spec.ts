@@ -60,14 +60,14 @@ describe('bench report method', () => {
   it('names the skipped baselines and why, in one line', () => {
     const page = markdown(results(skipped, ran), {});
     const lines = page.split('\n').filter((l) => /nginx/.test(l));
-    expect(lines).toEqual([`Skipped: nginx and nginx, sndbuf=64k — ${NGINX_WHY}.`]);
+    expect(lines).toEqual([`Not run: "nginx" and "nginx, sndbuf=64k": ${NGINX_WHY}.`]);
     expect(methodOf(page)).toContain(lines[0]);
   });
 
   it('says nothing is skipped when every listed system ran', () => {
     const method = methodOf(markdown(results([], [...ran, 'nginx', 'nginx-sndbuf64k']), {}));
     expect(systemsOf(method)).toContain('nginx, sndbuf=64k');
-    expect(method).not.toContain('Skipped:');
+    expect(method).not.toContain('Not run:');
     expect(method).toContain('(nginx: master + worker)');
   });
 });
