@@ -13,7 +13,6 @@ describe('bodyCoding', () => {
     ['identity, x-gzip', 'x-gzip'],
     ['deflate, identity,', 'deflate'],
     ['X-Deflate', 'x-deflate'],
-    ['BR', 'br'],
   ])('reads %p as the one coding %p, lower case', (value, coding) => {
     expect(bodyCoding(value)).toEqual({ kind: 'decoded', coding });
   });
@@ -24,6 +23,8 @@ describe('bodyCoding', () => {
     ['gzip, zstd', ['gzip', 'zstd']],
     ['GZIP,GZIP', ['gzip', 'gzip']],
     ['br, identity, gzip', ['br', 'gzip']],
+    // Its decoder's window (up to 16 MiB) would sit outside the stream's budget.
+    ['BR', ['br']],
     // Only spaces and tabs are whitespace around a list element.
     ['\u00a0gzip', ['\u00a0gzip']],
   ])('refuses %p, listing its codings in order', (value, codings) => {

@@ -62,14 +62,15 @@ describe('an upstream body with a Content-Encoding', () => {
 
 /**
  * A coding is read as RFC 9110 §8.4 reads it: case-insensitive, in a list, `identity` naming
- * none. One of gzip, deflate or br, spelled any way, is decoded; any other coding, or a stack of
- * several, is refused instead of being read as identity.
+ * none. One of gzip or deflate, spelled any way, is decoded; any other coding (br too: its
+ * decoder's window is outside the budget), or a stack of several, is refused instead of being read
+ * as identity.
  */
 describe('an upstream body in a coding the call does not decode', () => {
   let upstream: Awaited<ReturnType<typeof listen>>;
   /** Sockets of answers whose connection closed. */
   let closed = 0;
-  const refused = ['zstd', 'x-foo', 'gzip, zstd', 'gzip, gzip'];
+  const refused = ['zstd', 'x-foo', 'gzip, zstd', 'gzip, gzip', 'br'];
 
   beforeAll(async () => {
     upstream = await listen((req: http.IncomingMessage, res: http.ServerResponse) => {
@@ -108,8 +109,8 @@ describe('an upstream body in a coding the call does not decode', () => {
     }
   });
 
-  it('decodes gzip, deflate and br whatever their case, with identity and empty elements in the list', async () => {
-    for (const coding of ['GZIP', ' Br ', 'identity, x-gzip', 'Deflate,', 'IDENTITY']) {
+  it('decodes gzip and deflate whatever their case, with identity and empty elements in the list', async () => {
+    for (const coding of ['GZIP', 'identity, x-gzip', 'Deflate,', 'IDENTITY']) {
       const answer = await fetchUpstream({ url: url('whole', 200, coding), maxBodyBytes: 1 << 20 });
       expect(answer.body.equals(plain)).toBe(true);
     }

@@ -2,8 +2,9 @@ import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import v8 from 'node:v8';
 import vm from 'node:vm';
+import zlib from 'node:zlib';
 import fetch from 'node-fetch';
-import { acceptedBy, bodyIsResponse, CallSignal, dropSentHeaders, muteBodyCallbacks, onServerClose, readBeingParsed, releaseFetchListeners, setReadCall, upstreamAgent, withClientRequest } from '../../src/http/node-hooks';
+import { acceptedBy, bodyIsResponse, CallSignal, dropSentHeaders, muteBodyCallbacks, onServerClose, readBeingParsed, releaseFetchListeners, setReadCall, strictGzipEnd, upstreamAgent, withClientRequest } from '../../src/http/node-hooks';
 import { markListeners, type ListenerMark } from '../../src/http/listener-mark';
 
 // These specs pin what tidegate relies on inside Node and node-fetch. A failure here after an
@@ -287,5 +288,37 @@ describe('upstreamAgent', () => {
       expect(upstreamAgent(url)).toBe(upstreamAgent(new URL(url)));
     }
     expect(upstreamAgent('https://a/')).not.toBe(upstreamAgent('http://a/'));
+  });
+});
+
+describe("node-fetch's gunzip of a gzip body cut before its end", () => {
+  let gzipServer: http.Server;
+  let gzipUrl: string;
+  const whole = zlib.gzipSync(Buffer.alloc(32 * 1024, 0x62));
+
+  beforeAll(async () => {
+    gzipServer = http.createServer((req, res) => {
+      // Framed correctly (Content-Length), the gzip stream in it cut at half, or whole.
+      const body = req.url === '/cut' ? whole.subarray(0, whole.length >> 1) : whole;
+      res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip', 'content-length': body.length });
+      res.end(body);
+    });
+    await new Promise<void>((r) => gzipServer.listen(0, '127.0.0.1', r));
+    gzipUrl = `http://127.0.0.1:${(gzipServer.address() as AddressInfo).port}`;
+  });
+  afterAll(() => new Promise<void>((r) => gzipServer.close(() => r())));
+
+  it('ends short without an error as node-fetch sets it up (its finishFlush is Z_SYNC_FLUSH)', async () => {
+    const body = await (await fetch(`${gzipUrl}/cut`)).buffer();
+    expect(body.length).toBeLessThan(32 * 1024);
+  });
+
+  it('fails with Z_BUF_ERROR once strictGzipEnd set its last flush, and a whole body still decodes', async () => {
+    const cut = await fetch(`${gzipUrl}/cut`);
+    strictGzipEnd(cut.body);
+    await expect(cut.buffer()).rejects.toMatchObject({ code: 'Z_BUF_ERROR' });
+    const ok = await fetch(`${gzipUrl}/whole`);
+    strictGzipEnd(ok.body);
+    expect((await ok.buffer()).equals(Buffer.alloc(32 * 1024, 0x62))).toBe(true);
   });
 });

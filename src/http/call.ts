@@ -14,7 +14,7 @@ import { readBounded } from './read-bounded';
 import { DEFAULT_MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES, MAX_REDIRECTS, networkError, UpstreamBodyTooLargeError, UpstreamEncodingError, UpstreamRedirectError, UpstreamUpgradeError } from './errors';
 import { bodyCoding } from './content-coding';
 import { bypassBodyCallbacks } from './body-bypass';
-import { bodyIsResponse, callAgent, CallSignal, dropReceivedHeaders, dropSentHeaders, expectRedirect, readCallOf, releaseFetchListeners, setReadCall, withClientRequest, type SizedReadCall } from './node-hooks';
+import { bodyIsResponse, callAgent, CallSignal, dropReceivedHeaders, dropSentHeaders, expectRedirect, readCallOf, releaseFetchListeners, setReadCall, strictGzipEnd, withClientRequest, type SizedReadCall } from './node-hooks';
 import { markListeners, type ListenerMark } from './listener-mark';
 import type { AbortSignalLike } from './abort-signal-like';
 import { decodeBody } from './body-charset';
@@ -182,6 +182,7 @@ export class UpstreamCall implements SizedReadCall {
         }),
       );
       const response = await pending;
+      strictGzipEnd(response.body);
       this.dropFetchListeners(response);
       return response;
     } catch (err) {

@@ -1,10 +1,12 @@
 /**
- * The content codings an upstream body may arrive in and still be read: those node-fetch 2
- * decodes (gzip and deflate with their `x-` aliases, br), lower case. node-fetch decodes one only
- * when the answer's `Content-Encoding` is exactly that spelling, alone; anything else it hands on
- * undecoded, as if identity.
+ * The content codings an upstream body may arrive in and still be read: gzip and deflate with
+ * their `x-` aliases, lower case, which node-fetch 2 decodes with a 32 KiB window. node-fetch
+ * decodes one only when the answer's `Content-Encoding` is exactly that spelling, alone; anything
+ * else it hands on undecoded, as if identity. `br` is left out though node-fetch decodes it: a
+ * brotli decoder keeps a window of up to 16 MiB, as large as the sender declares, outside every
+ * stream's byte budget.
  */
-export const DECODED_CODINGS: ReadonlySet<string> = new Set(['gzip', 'x-gzip', 'deflate', 'x-deflate', 'br']);
+export const DECODED_CODINGS: ReadonlySet<string> = new Set(['gzip', 'x-gzip', 'deflate', 'x-deflate']);
 
 /**
  * What an answer's body is in, read from its `Content-Encoding`: no coding (`identity`), one

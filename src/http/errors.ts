@@ -204,9 +204,10 @@ export class UpstreamNotStreamError extends TidegateError {
 /**
  * A 2xx answer's body is in a content coding the gateway does not decode
  * (`ERR_TIDEGATE_UPSTREAM_ENCODING`, HTTP 502 to the client): the upstream was asked for
- * `identity`, and only one of gzip, deflate or br (any case) is decoded; another coding
- * (`zstd`, `compress`, an unknown token) or a stack of several (`gzip, br`) would otherwise be
- * read as identity. The body is not read: the upstream request is aborted at once, and never
+ * `identity`, and only one of gzip or deflate (any case) is decoded; another coding
+ * (`zstd`, `compress`, an unknown token; `br`, whose decoder's window of up to 16 MiB would sit
+ * outside the stream's budget) or a stack of several (`gzip, deflate`) would otherwise be read
+ * as identity. The body is not read: the upstream request is aborted at once, and never
  * retried (the upstream did answer). The message reaches the client, so it names registered
  * codings only (lower case; any other makes it an unregistered `Content-Encoding`);
  * `contentEncoding` keeps the header as it came.

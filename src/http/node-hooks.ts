@@ -18,16 +18,18 @@
  * | written head dropped ({@link dropWrittenHead}) | an `OutgoingMessage` keeps its rendered head in `_header`; once `_headerSent`, Node tests `_header` only for truth | a held stream keeps no copy of the heads it wrote |
  * | response header map dropped ({@link dropReceivedHeaders}) | an `IncomingMessage`'s `headers` (a setter over its cached map) and `rawHeaders` are read by Node only while the head is parsed | a held stream keeps no copy of the upstream's head |
  * | node-fetch's listeners dropped ({@link releaseFetchListeners}) | node-fetch 2 keeps its `fetch()` scope (`Request`, headers, body, options) only through its listeners on the `ClientRequest`, the response and the signal | a held stream keeps none of its request's objects |
+ * | gunzip's last flush ({@link strictGzipEnd}) | node-fetch 2 gunzips with `finishFlush: Z_SYNC_FLUSH`; a zlib stream keeps it in `_finishFlushFlag` and reads it for its last chunk | a gzip body cut before its end is an error, as a cut deflate or br body is |
  *
  * The interface to the rest of the code: {@link upstreamAgent}, {@link callAgent}, {@link withClientRequest},
  * {@link expectRedirect}, {@link setReadCall} / {@link readCallOf}, {@link bodyIsResponse},
  * {@link setReadHook}, {@link readBeingParsed}, {@link muteBodyCallbacks}, {@link CallSignal},
  * {@link onServerClose}, {@link socketFd}, {@link acceptedBy}, {@link setUpstreamReceiveBytes},
- * {@link releaseFetchListeners}, {@link dropSentHeaders}, {@link dropWrittenHead}, {@link dropReceivedHeaders}, the read sizes.
+ * {@link releaseFetchListeners}, {@link dropSentHeaders}, {@link dropWrittenHead}, {@link dropReceivedHeaders}, {@link strictGzipEnd}, the read sizes.
  */
 import http from 'node:http';
 import https from 'node:https';
 import net, { type Socket } from 'node:net';
+import zlib from 'node:zlib';
 import { setSocketOption } from './socket-options';
 import { upstreamReceiveBytesSetting } from './receive-bytes';
 import { dropListenersSince, type ListenerMark } from './listener-mark';
@@ -452,4 +454,17 @@ const NO_RAW_HEADERS: string[] = Object.freeze([]) as unknown as string[];
 export function dropReceivedHeaders(res: http.IncomingMessage): void {
   res.headers = NO_HEADERS;
   res.rawHeaders = NO_RAW_HEADERS;
+}
+
+/**
+ * Makes node-fetch's gunzip of a response `body` fail when the gzip stream ends before its last
+ * block (Node's `Z_BUF_ERROR`, "unexpected end of file"), as its inflate and brotli decoders
+ * already do. node-fetch 2 gunzips with `finishFlush: Z_SYNC_FLUSH`, which takes a cut stream's
+ * end for a flush and ends the body short without an error; Node's zlib streams keep that flag in
+ * `_finishFlushFlag` and read it when they process their last chunk. Any other body is left as it is.
+ */
+export function strictGzipEnd(body: unknown): void {
+  if (!(body instanceof zlib.Gunzip)) return;
+  const gunzip = body as unknown as { _finishFlushFlag?: unknown };
+  if (typeof gunzip._finishFlushFlag === 'number') gunzip._finishFlushFlag = zlib.constants.Z_FINISH;
 }

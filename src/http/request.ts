@@ -2,7 +2,6 @@ import type { Response } from 'node-fetch';
 import type { Flow } from '../flow/flow';
 import { is3xx, unfollowedRedirect, UpstreamCall, type CallRequest, type UpstreamRequest } from './call';
 import { DEFAULT_MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES, UpstreamHttpError, UpstreamNotStreamError, UpstreamRedirectError } from './errors';
-import { decodeBody } from './body-charset';
 import { isMediaType } from './media-type';
 import { retryAfterMs } from './retry';
 
@@ -51,7 +50,7 @@ export interface UpstreamBody {
 /**
  * Sends `request` through node-fetch (keep-alive agent, `Accept-Encoding: identity`, since a
  * compressed SSE body delays or breaks streaming) and resolves once the upstream answered. A body
- * compressed anyway is decoded when its one coding is gzip, deflate or br (any case).
+ * compressed anyway is decoded when its one coding is gzip or deflate (any case).
  *
  * Errors: {@link UpstreamHttpError} for a 4xx or 5xx status (status and body text, at most
  * {@link MAX_ERROR_BODY_BYTES}, kept for pass-through; '' when in a coding not decoded);
@@ -118,11 +117,9 @@ export async function fetchUpstream(request: UpstreamRequest): Promise<UpstreamB
   call.firstByte();
   const contentType = response.headers.get('content-type') ?? undefined;
   try {
-    const maxBytes = request.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-    const body = response.ok ? await call.readBody(response, maxBytes) : await call.readBody(response, Math.min(maxBytes, MAX_ERROR_BODY_BYTES), 'partial');
-    if (!response.ok) {
-      throw upstreamHttpError(response, decodeBody(body, contentType), contentType);
-    }
+    // An error answer's body as a stream's is read: '' when it breaks, as the status is the answer.
+    if (!response.ok) throw upstreamHttpError(response, await call.errorBody(response), contentType);
+    const body = await call.readBody(response, request.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES);
     call.release(false);
     return { status: response.status, contentType, body };
   } catch (err) {

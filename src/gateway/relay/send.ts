@@ -6,6 +6,7 @@ import type { Flow } from '../../flow/flow';
 import { UpstreamHttpError } from '../../http/errors';
 import { encodeBody } from '../../http/body-charset';
 import type { Scrubber } from '../../http/redact';
+import type { ProviderAdapter } from '../../providers/types';
 import { codeOf } from '../../express/error-shapes';
 import { kernelQueueBytes } from '../../http/socket-options';
 import type { KernelBytes, LiveStream, StreamSnapshot } from '../metrics';
@@ -141,16 +142,22 @@ function methodList(allow: string): string {
  * An upstream's HTTP error relayed: its status and `Retry-After`, and its body, `Content-Type` and
  * a 405's `Allow` through `scrub` (an upstream may echo a key anywhere; without a scrubber none of
  * the three is relayed). The body goes back in the charset it was read in where Node writes it (a
- * latin-1 page byte for byte), else in UTF-8 under a `Content-Type` that says so.
+ * latin-1 page byte for byte), else in UTF-8 under a `Content-Type` that says so. An answer with
+ * no body to relay (none came, or it could not be read or decoded) gets the provider's error
+ * shape from `adapter` instead, with the upstream's status, so a client's SDK has a message.
  */
-function sendUpstreamHttpError(res: StreamContext['res'], err: UpstreamHttpError, scrub: Scrubber | undefined): void {
+function sendUpstreamHttpError(res: StreamContext['res'], err: UpstreamHttpError, scrub: Scrubber | undefined, adapter: ProviderAdapter): void {
   res.status(err.status);
   if (err.retryAfterMs !== undefined) res.setHeader('Retry-After', String(Math.ceil(err.retryAfterMs / 1000)));
+  const allow = scrub === undefined || err.allow === undefined ? '' : methodList(scrub.string(err.allow));
+  if (allow !== '') res.setHeader('Allow', allow);
+  if (err.body === '') {
+    adapter.sendHttpError(res, err);
+    return;
+  }
   let body: Buffer = Buffer.alloc(0);
   let contentType: string | undefined;
   if (scrub !== undefined) {
-    const allow = err.allow === undefined ? '' : methodList(scrub.string(err.allow));
-    if (allow !== '') res.setHeader('Allow', allow);
     const encoded = encodeBody(scrub.json(err.body), err.contentType);
     body = scrub.wideBytes(encoded.bytes);
     contentType = encoded.contentType === undefined ? undefined : scrub.string(encoded.contentType);
@@ -171,7 +178,7 @@ export async function failBeforeHeaders(stream: StreamContext, err: unknown): Pr
   const clientGone = err instanceof ClientClosedError || res.destroyed;
   const answered = !clientGone && !res.headersSent;
   if (answered) {
-    if (err instanceof UpstreamHttpError) sendUpstreamHttpError(res, err, stream.redaction?.errors);
+    if (err instanceof UpstreamHttpError) sendUpstreamHttpError(res, err, stream.redaction?.errors, stream.adapter);
     else stream.adapter.sendHttpError(res, err);
   } else if (!clientGone && stream.early?.committed === true) stream.early.fail(err, (e) => stream.adapter.formatError(e));
   // An upstream error body may be up to 64 KiB: held, and cut, as a whole answer is.
