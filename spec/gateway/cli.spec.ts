@@ -250,6 +250,20 @@ describe('tidegate CLI: configuration', () => {
     }
   });
 
+  it('says in one line that a --host does not resolve', async () => {
+    const cli = run(['--port', '0', '--host', 'nohost.invalid']);
+    children.push(cli.child);
+    expect(await cli.exit).toBe(1);
+    expect(cli.stderr().trim()).toMatch(/^tidegate: cannot listen on "nohost\.invalid": no such host \((ENOTFOUND|EAI_AGAIN); choose another with --host \/ HOST\)$/);
+  });
+
+  it.each(['INFO', 'bogus'])('refuses LOG_LEVEL=%s, which would log nothing, naming the levels', async (level) => {
+    const cli = run(['--port', '0'], { LOG_LEVEL: level });
+    children.push(cli.child);
+    expect(await cli.exit).toBe(1);
+    expect(cli.stderr().trim()).toBe(`tidegate: invalid log level "${level}" (from LOG_LEVEL): expected one of error, warn, info, http, verbose, debug, silly`);
+  });
+
   it('serves --passthrough /path=URL for GET from a config-less start', async () => {
     const sim = createSimulator({ tokensPerSecond: 1000, ttftMs: 1 });
     const { url: simUrl } = await sim.listen(0, '127.0.0.1');

@@ -38,6 +38,10 @@ describe('createLogger', () => {
 });
 
 describe('createLogger levels and formats', () => {
+  it.each(['INFO', 'trace', ''])('refuses the level %p with a ConfigError naming the levels, where winston would log nothing', (level) => {
+    expect(() => createLogger({ level })).toThrow(expect.objectContaining({ code: 'ERR_TIDEGATE_CONFIG', message: `invalid log level ${JSON.stringify(level)}: expected one of error, warn, info, http, verbose, debug, silly` }));
+  });
+
   async function linesOf(log: (logger: ReturnType<typeof createLogger>) => void, level = 'info'): Promise<Record<string, unknown>[]> {
     const writes: string[] = [];
     const spy = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {

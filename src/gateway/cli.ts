@@ -17,7 +17,7 @@ const FLAG_LINES = `  --config FILE              YAML or JSON configuration (als
   --overflow pause|terminate pause the upstream (default) or end the stream when the budget is spent
   --relay bytes|events       forward the upstream's event bytes (default) or decode and re-encode each event
   --heartbeat-ms N           ": ping" after N ms of silence (default 15000)
-  --kernel-unsent-bytes N    unsent bytes the kernel keeps per client socket (default 16384; 0 = kernel's)
+  --kernel-unsent-bytes N    unsent bytes the kernel keeps per client socket (default 16384, at most a quarter of the budget; 0 = kernel's)
   --kernel-receive-bytes N   receive buffer of each upstream socket (default 65536; 0 = kernel's)
   --shutdown-grace-ms N      on SIGTERM or SIGINT, let streams finish for N ms (default 10000)
   --cors-origin ORIGIN       let pages on ORIGIN call the gateway (repeatable, * for any; also TIDEGATE_CORS_ORIGINS=a,b)
@@ -180,5 +180,7 @@ function describeStartError(err: unknown): string {
     const reason = e.code === 'EADDRINUSE' ? 'address already in use' : e.code === 'EACCES' ? 'permission denied' : 'address not available';
     return `cannot listen on ${e.address ?? '?'}:${e.port ?? '?'}: ${reason} (choose another with --port / PORT or --host / HOST)`;
   }
+  // A host that does not resolve: the listener looks it up before it binds.
+  if (e?.syscall === 'getaddrinfo') return `cannot listen on ${JSON.stringify((e as { hostname?: string }).hostname ?? '?')}: no such host (${e.code ?? 'getaddrinfo'}; choose another with --host / HOST)`;
   return (err as Error)?.stack ?? String(err);
 }

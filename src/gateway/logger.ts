@@ -1,9 +1,10 @@
 import winston from 'winston';
 import type Transport from 'winston-transport';
+import { ConfigError } from './config/load';
 
 /** Options of {@link createLogger}. */
 export interface LoggerOptions {
-  /** winston level (default `LOG_LEVEL` or `info`). */
+  /** winston level, one of winston's npm levels (default `LOG_LEVEL`, else `info`; an empty `LOG_LEVEL` is unset). */
   level?: string | undefined;
   /** Log nothing (tests). */
   silent?: boolean | undefined;
@@ -19,11 +20,21 @@ export interface LoggerOptions {
  * The lines logged in one turn of the event loop leave in one write to stdout (written at the
  * end of the turn, and at `process.exit`): on a pipe that write is a synchronous syscall, and one
  * per stream cost more CPU than the rest of a stream's set-up bookkeeping.
+ *
+ * Throws {@link ConfigError} for a level that is not one of winston's npm levels (`error`, `warn`,
+ * `info`, `http`, `verbose`, `debug`, `silly`, lower case), which winston would take for "log
+ * nothing".
  */
 export function createLogger(options: LoggerOptions = {}): winston.Logger {
+  const fromEnv = options.level === undefined && process.env.LOG_LEVEL !== undefined && process.env.LOG_LEVEL !== '';
+  const level = options.level ?? (fromEnv ? (process.env.LOG_LEVEL as string) : 'info');
+  if (!Object.hasOwn(winston.config.npm.levels, level)) {
+    const levels = Object.keys(winston.config.npm.levels).join(', ');
+    throw new ConfigError(`invalid log level ${JSON.stringify(level)}${fromEnv ? ' (from LOG_LEVEL)' : ''}: expected one of ${levels}`);
+  }
   const lines = options.transports === undefined ? new StdoutLines() : undefined;
   const logger = winston.createLogger({
-    level: options.level ?? process.env.LOG_LEVEL ?? 'info',
+    level,
     silent: options.silent ?? false,
     format: winston.format.combine(winston.format.timestamp(), jsonLine()),
     transports: options.transports ?? [lines as StdoutLines],
