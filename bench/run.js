@@ -94,10 +94,15 @@ function machineInfo() {
   return { nproc: os.cpus().length, loadavgStart: os.loadavg().map((x) => +x.toFixed(2)), model, node: process.version, memGb: +(os.totalmem() / 2 ** 30).toFixed(1), fdSoft: fd.soft, fdHard: fd.hard, kernel: os.release() };
 }
 
+/** `arg` as a POSIX shell reads it back as one word: as it is when plain, else single-quoted. */
+function shellWord(arg) {
+  return /^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, "'\\''")}'`;
+}
+
 const results = {
   mode: QUICK ? 'quick' : 'full',
   startedAt: new Date().toISOString(),
-  command: ['npm run bench', ...(QUICK ? [':quick'] : [])].join('') + (argv.filter((a) => a !== '--quick').length ? ` -- ${argv.filter((a) => a !== '--quick').join(' ')}` : ''),
+  command: ['npm run bench', ...(QUICK ? [':quick'] : [])].join('') + (argv.filter((a) => a !== '--quick').length ? ` -- ${argv.filter((a) => a !== '--quick').map(shellWord).join(' ')}` : ''),
   build: { ...describe(ROOT), nativeAddon: nativeAddon(ROOT) },
   ref: null,
   variants: [...VARIANTS, ...(AUTO_VARIANTS ? autoVariants() : [])],

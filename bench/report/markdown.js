@@ -123,7 +123,7 @@ function method(res, out) {
   out.push(mdTable(['scenario', 'clients', 'upstream sends', 'duration', 'measures'], rows), '');
   out.push('Definitions:', '');
   out.push(`- **CPU**: user + system time from \`/proc/<pid>/stat\`${ran.has('nginx') || ran.has('nginx-sndbuf64k') ? ' (nginx: master + worker)' : ''}. **RSS**: VmRSS every 100 ms.`);
-  out.push('- **held/stream**: payload a proxy read from its upstream socket minus payload it handed to its client socket (userland), in frozen snapshots, over streams whose sockets still exist.');
+  out.push('- **held/stream**: payload a proxy read from its upstream socket minus payload it handed to its client socket (userland), in frozen snapshots, over streams whose sockets still exist; "(N open)" is how many that was at the last snapshot (a proxy that cuts stalled streams has only its slow ones left).');
   out.push('- **own kernel bytes**: the queues of the proxy\'s own sockets in `/proc/net/tcp`: send queues towards the clients (local port = its listening port) and receive queues from the upstream (remote port = the upstream\'s); the upstream\'s and the clients\' own queues are not counted. "per stalled stream" is the largest sum of one stream\'s two sockets at a snapshot; "peak" the largest total, sampled every 500 ms.');
   out.push('- **budget use**: the gateway\'s own count, `peakBufferedBytes` in its stream log.');
   out.push('- **How a stream ended** (from the client, after a final drain): *error event*, *reset* (nothing queued arrives), *done*, *closed*, *open*.');
@@ -138,6 +138,7 @@ function method(res, out) {
         ['`npm run bench:quick`', 'small run that checks the harness (< 3 min)'],
         ['`node bench/run.js --only S2CHUNK --targets pipeline,tidegate-pass --no-docs`', 'a subset; page left alone'],
         ['`--variant \'name={"stream":{…}}\'`', 'tidegate rows with another configuration'],
+        ['`--variant \'name=node:--flag\'`', 'tidegate rows with other node flags'],
         ['`BENCH_PARAMS=\'{"s2":{"bytesPerStream":41943040}}\'`', 'overrides a scenario\'s parameters'],
         ['`BENCH_GATEWAY_NODE_FLAGS`, `BENCH_BASELINE_NODE_FLAGS`', 'Node flags, e.g. `--cpu-prof`'],
         ['`BENCH_STDOUT_DIR=/tmp/out`', "each process's stdout in a file, e.g. `--trace-gc-nvp` lines"],
@@ -210,7 +211,7 @@ function checks(res) {
   }
   for (const [n, r] of rowsOf(S, 'RESUME')) {
     if (!ok(r)) continue;
-    out.push({ system: n, what: 'resume: no event lost or duplicated', measured: `${r.lost} lost, ${r.duplicated} duplicated, ${r.resumed}/${r.dropped} resumed`, met: r.lost === 0 && r.duplicated === 0 && r.resumed === r.dropped });
+    out.push({ system: resumeLabel(n), what: 'resume: no event lost or duplicated', measured: `${r.lost} lost, ${r.duplicated} duplicated, ${r.resumed}/${r.dropped} resumed`, met: r.lost === 0 && r.duplicated === 0 && r.resumed === r.dropped });
   }
   return out;
 }
@@ -364,6 +365,11 @@ function microSection(res, out) {
   if (pr && pr.stdout) out.push(`SSE parser against eventsource-parser (\`${pr.file}\`):`, '', '```', pr.stdout, '```', '');
 }
 
+/** A RESUME row's name (`tidegate-openai (redis, 2 instances)`) as the page names systems. */
+function resumeLabel(name) {
+  return name.replace(/^tidegate-openai\b/, label('tidegate-openai')).replace('(redis,', '(Redis store,').replace('(memory,', '(memory store,');
+}
+
 function resumeSection(res, out) {
   const R = res.scenarios.RESUME;
   out.push('### Resume', '', runLine(res, 'RESUME'), '');
@@ -373,7 +379,7 @@ function resumeSection(res, out) {
   out.push(
     mdTable(
       ['system', 'streams', 'resumed', 'on the other instance', 'events lost', 'events duplicated', 'reconnect → first replayed event p99', 'gateway RSS per detached stream', 'window', 'Redis per stream'],
-      rowsOf(res.scenarios, 'RESUME').map(([n, r]) => (ok(r) ? [n, r.streams, r.resumed, r.otherInstance, `**${r.lost}**`, `**${r.duplicated}**`, `${f(r.replayMs && r.replayMs.p99, 1)} ms`, r.kbPerDetached == null ? 'n/a' : `${f(r.kbPerDetached)} KB`, fmtB(r.windowBytes), r.redisKbPerStream == null ? '–' : `${f(r.redisKbPerStream)} KB`] : errCells(n, r, 10))),
+      rowsOf(res.scenarios, 'RESUME').map(([n, r]) => (ok(r) ? [resumeLabel(n), r.streams, r.resumed, r.otherInstance, `**${r.lost}**`, `**${r.duplicated}**`, `${f(r.replayMs && r.replayMs.p99, 1)} ms`, r.kbPerDetached == null ? 'n/a' : `${f(r.kbPerDetached)} KB`, fmtB(r.windowBytes), r.redisKbPerStream == null ? '–' : `${f(r.redisKbPerStream)} KB`] : errCells(n, r, 10))),
     ),
     '',
   );
