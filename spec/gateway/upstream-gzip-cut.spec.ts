@@ -53,7 +53,7 @@ describe('a gzip answer cut before the end of its gzip stream', () => {
   it('a whole answer gets a 502, not a 200 with the JSON cut short', async () => {
     const { status, text } = await chat('cut', false);
     expect(status).toBe(502);
-    expect(JSON.parse(text)).toMatchObject({ error: { code: 'ERR_TIDEGATE_UPSTREAM_RESET' } });
+    expect(JSON.parse(text)).toMatchObject({ error: { code: 'ERR_TIDEGATE_UPSTREAM_RESET', message: 'upstream body after HTTP 200 could not be decoded (Z_BUF_ERROR)' } });
     expect(await chat('whole', false)).toEqual({ status: 200, text: WHOLE });
   });
 
@@ -67,7 +67,7 @@ describe('a gzip answer cut before the end of its gzip stream', () => {
 
   it('a passthrough stream ends with an error event, not a clean end', async () => {
     const cut = await (await fetch(`${t.gateway.url}/cut/sse`)).text();
-    expect(cut).toMatch(/event: error\ndata: \{"code":"ERR_TIDEGATE_UPSTREAM_[A-Z_]+"/);
+    expect(cut).toContain('event: error\ndata: {"code":"ERR_TIDEGATE_UPSTREAM_RESET","message":"upstream body after HTTP 200 could not be decoded (Z_BUF_ERROR)"}');
     expect(await (await fetch(`${t.gateway.url}/whole/sse`)).text()).toBe(SSE);
   });
 });

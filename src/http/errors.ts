@@ -121,8 +121,9 @@ export class UpstreamUnreachableError extends UpstreamResetError {
 /**
  * The typed error for a network or parser error of an upstream call: unreachable (before the
  * status line, {@link UNREACHABLE_ERRNOS}), an answer the HTTP parser refused (`HPE_*`: the
- * upstream answered, so never retried), or a reset, carrying the answered `status` if any. The
- * message names the route before the status line and never the URL; `cause` keeps `err`.
+ * upstream answered, so never retried), or a reset, carrying the answered `status` if any (a
+ * compressed body that does not decode, zlib's `Z_*` codes, is said to be one). The message names
+ * the route before the status line and never the URL; `cause` keeps `err`.
  */
 export function networkError(err: unknown, status: number | undefined, route: string | undefined): UpstreamResetError {
   const e = err as { code?: unknown; errno?: unknown } | undefined;
@@ -133,7 +134,10 @@ export function networkError(err: unknown, status: number | undefined, route: st
   if (status === undefined && errno !== undefined && UNREACHABLE_ERRNOS.has(errno)) return new UpstreamUnreachableError(`${upstream} unreachable (${code})`, { cause: err, errno });
   const answered = errno?.startsWith('HPE_') === true;
   const failed = answered ? 'answered with a response that could not be parsed' : 'connection failed';
-  const message = status === undefined ? `${upstream} ${failed} (${code})` : `upstream connection broke after HTTP ${status} (${code})`;
+  // zlib's codes (Z_DATA_ERROR, Z_BUF_ERROR): the connection held, the compressed body did not.
+  const undecodable = errno !== undefined && /^Z_[A-Z_]+$/.test(errno);
+  const broke = undecodable ? `upstream body after HTTP ${status} could not be decoded` : `upstream connection broke after HTTP ${status}`;
+  const message = status === undefined ? `${upstream} ${failed} (${code})` : `${broke} (${code})`;
   return new UpstreamResetError(message, { cause: err, status, errno, answered });
 }
 
