@@ -18,7 +18,7 @@
  * | written head dropped ({@link dropWrittenHead}) | an `OutgoingMessage` keeps its rendered head in `_header`; once `_headerSent`, Node tests `_header` only for truth | a held stream keeps no copy of the heads it wrote |
  * | response header map dropped ({@link dropReceivedHeaders}) | an `IncomingMessage`'s `headers` (a setter over its cached map) and `rawHeaders` are read by Node only while the head is parsed | a held stream keeps no copy of the upstream's head |
  * | node-fetch's listeners dropped ({@link releaseFetchListeners}) | node-fetch 2 keeps its `fetch()` scope (`Request`, headers, body, options) only through its listeners on the `ClientRequest`, the response and the signal | a held stream keeps none of its request's objects |
- * | gunzip's last flush ({@link strictGzipEnd}) | node-fetch 2 gunzips with `finishFlush: Z_SYNC_FLUSH`; a zlib stream keeps it in `_finishFlushFlag` and reads it for its last chunk | a gzip body cut before its end is an error, as a cut deflate or br body is |
+ * | gunzip's last flush ({@link strictGzipEnd}) | node-fetch 2 gunzips with `finishFlush: Z_SYNC_FLUSH`; a zlib stream keeps it in `_finishFlushFlag` and reads it for its last chunk | a gzip body cut before its end is an error, as a cut deflate body is |
  *
  * The interface to the rest of the code: {@link upstreamAgent}, {@link callAgent}, {@link withClientRequest},
  * {@link expectRedirect}, {@link setReadCall} / {@link readCallOf}, {@link bodyIsResponse},
