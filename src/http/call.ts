@@ -12,7 +12,7 @@ import { timerScheduler } from '../flow/timer-scheduler';
 import type { FlowContext, Subscriber } from '../flow/types';
 import { readBounded } from './read-bounded';
 import { DEFAULT_MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES, MAX_REDIRECTS, networkError, UpstreamBodyTooLargeError, UpstreamEncodingError, UpstreamRedirectError, UpstreamUpgradeError } from './errors';
-import { bodyCoding } from './content-coding';
+import { bodyCoding, transferCodings } from './content-coding';
 import { bypassBodyCallbacks } from './body-bypass';
 import { bodyIsResponse, callAgent, CallSignal, dropReceivedHeaders, dropSentHeaders, expectRedirect, readCallOf, releaseFetchListeners, setReadCall, strictGzipEnd, withClientRequest, type SizedReadCall } from './node-hooks';
 import { markListeners, type ListenerMark } from './listener-mark';
@@ -260,21 +260,42 @@ export class UpstreamCall implements SizedReadCall {
       this.refusedRedirect = new UpstreamRedirectError(status, this.request.route, reason);
     }
     const method = this.request.method ?? 'POST';
+    const bodiless = method === 'HEAD' || status === 204 || status === 304;
     // node-fetch ignores the coding where no body comes, as here.
-    const coding = method === 'HEAD' || status === 204 || status === 304 ? undefined : bodyCoding(res.headers['content-encoding']);
-    if (coding?.kind === 'refused') {
+    const coding = bodiless ? undefined : bodyCoding(res.headers['content-encoding']);
+    // Node's parser takes `chunked` off a transfer coding list and leaves any other coding on the body.
+    const transfer = bodiless ? undefined : transferCodings(res.headers['transfer-encoding']);
+    const refused = transfer !== undefined ? { header: 'Transfer-Encoding' as const, codings: transfer } : coding?.kind === 'refused' ? { header: 'Content-Encoding' as const, codings: coding.codings } : undefined;
+    if (refused !== undefined) {
       // Read as identity, such a body would be relayed as garbage or end as a truncated stream.
       // A 2xx is no answer then; an error answer still is one by its status, without its body.
       if (status < 300) {
-        this.abort(new UpstreamEncodingError(status, res.headers['content-encoding'] as string, coding.codings, this.request.route));
+        this.abort(new UpstreamEncodingError(status, res.headers[refused.header.toLowerCase()] as string, refused.codings, this.request.route, refused.header));
         return;
       }
       this.undecodable = true;
+    } else if (coding?.kind === 'decoded' && status >= 400 && (coding.coding === 'deflate' || coding.coding === 'x-deflate')) {
+      // node-fetch hands a deflate answer over only once its first body byte came (it peeks to
+      // choose the format), so a silent or closed error body would hide the status: its status is
+      // the answer, its body not read.
+      delete res.headers['content-encoding'];
+      this.undecodable = true;
     }
     // node-fetch decodes a coding only as it spells it, alone: `GZIP` or `identity, gzip` must read `gzip`.
-    if (coding?.kind === 'decoded') res.headers['content-encoding'] = coding.coding;
+    if (coding?.kind === 'decoded' && !this.undecodable) res.headers['content-encoding'] = coding.coding;
     this.incoming = res;
-    this.identityBody = coding === undefined || coding.kind === 'identity';
+    this.identityBody = coding === undefined || coding.kind === 'identity' || this.undecodable;
+    if (!this.identityBody) {
+      // node-fetch pipes a compressed body into zlib, and a pipe does not pass on the response's
+      // premature close: the decoder would wait for bytes that never come.
+      res.once('close', () => {
+        if (res.complete || this.released) return;
+        const cut = networkError(Object.assign(new Error('aborted'), { code: 'ECONNRESET' }), status, this.request.route);
+        // An error answer's status is still the answer: its reader takes the broken body as ''.
+        if (status >= 300 && this.body !== undefined && !this.body.destroyed) this.body.destroy(cut);
+        else this.abort(cut);
+      });
+    }
     bodyIsResponse(res);
     const socket = res.socket;
     if (socket === null) return;

@@ -42,3 +42,18 @@ export function bodyCoding(value: string | undefined): BodyCoding {
   if (codings.length === 1 && DECODED_CODINGS.has(codings[0] as string)) return { kind: 'decoded', coding: codings[0] as string };
   return { kind: 'refused', codings };
 }
+
+/**
+ * The transfer codings of a `Transfer-Encoding` value besides `chunked` (RFC 9112 §6.1), lower
+ * case, in order; `undefined` when there are none. Node's HTTP parser undoes `chunked` only, so
+ * any other transfer coding is still on the body it hands over, and none is decoded here.
+ */
+export function transferCodings(value: string | undefined): readonly string[] | undefined {
+  if (value === undefined) return undefined;
+  const codings: string[] = [];
+  for (const element of value.split(',')) {
+    const coding = element.replace(OWS, '').toLowerCase();
+    if (coding !== '' && coding !== 'chunked' && coding !== 'identity') codings.push(coding);
+  }
+  return codings.length === 0 ? undefined : codings;
+}

@@ -222,18 +222,20 @@ export class UpstreamEncodingError extends TidegateError {
 
   constructor(
     readonly upstreamStatus: number,
-    /** The upstream's `Content-Encoding` as it sent it (for the caller, not for clients). */
+    /** The upstream's `Content-Encoding` (or `Transfer-Encoding`) as it sent it (for the caller, not for clients). */
     readonly contentEncoding: string,
     /** The codings it lists, lower case, `identity` and empty elements left out. */
     codings: readonly string[],
     route = '',
+    /** The header that named them: a transfer coding other than `chunked` is refused alike. */
+    header: 'Content-Encoding' | 'Transfer-Encoding' = 'Content-Encoding',
   ) {
     const listed = codings.join(', ');
     const named = !codings.every((c) => REGISTERED_CODINGS.has(c))
-      ? 'an unregistered Content-Encoding'
+      ? `an unregistered ${header}`
       : listed.length > 64
-        ? `a Content-Encoding of ${codings.length} codings`
-        : `Content-Encoding ${listed}`;
+        ? `a ${header} of ${codings.length} codings`
+        : `${header} ${listed}`;
     super('ERR_TIDEGATE_UPSTREAM_ENCODING', `${upstreamOf(route)} answered HTTP ${upstreamStatus} with ${named}, which the gateway does not decode (it asked for identity)`);
   }
 }
