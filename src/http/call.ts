@@ -119,9 +119,9 @@ export class UpstreamCall implements SizedReadCall {
   body: Readable | undefined;
   /** The final response, once it arrived. */
   private incoming: http.IncomingMessage | undefined;
-  /** The final response's body is not compressed (read from its head, which a streamed body does not keep). */
+  /** The final response's body reaches node-fetch's reader uncompressed, or is never read (read from its head, which a streamed body does not keep). */
   private identityBody = false;
-  /** The final response is an error answer whose body is in a coding nobody here decodes: its body is never read. */
+  /** The final response is an error answer whose body is never read: in a coding nobody here decodes, or in deflate (see `onResponse`). */
   private undecodable = false;
   private firstByteTimer: SocketDeadline | undefined;
   private connectTimer: SocketDeadline | undefined;

@@ -32,12 +32,7 @@ const OWS = /^[ \t]+|[ \t]+$/g;
  */
 export function bodyCoding(value: string | undefined): BodyCoding {
   if (value === undefined) return IDENTITY;
-  const codings: string[] = [];
-  for (const element of value.split(',')) {
-    // OWS is spaces and tabs only (§5.6.3): a coding padded with anything else is no coding read here.
-    const coding = element.replace(OWS, '').toLowerCase();
-    if (coding !== '' && coding !== 'identity') codings.push(coding);
-  }
+  const codings = codingList(value, 'identity');
   if (codings.length === 0) return IDENTITY;
   if (codings.length === 1 && DECODED_CODINGS.has(codings[0] as string)) return { kind: 'decoded', coding: codings[0] as string };
   return { kind: 'refused', codings };
@@ -50,10 +45,20 @@ export function bodyCoding(value: string | undefined): BodyCoding {
  */
 export function transferCodings(value: string | undefined): readonly string[] | undefined {
   if (value === undefined) return undefined;
+  const codings = codingList(value, 'identity', 'chunked');
+  return codings.length === 0 ? undefined : codings;
+}
+
+/**
+ * The codings a header's list names (RFC 9110 §5.6.1), lower case, in order: empty elements and
+ * those in `skip` left out. OWS is spaces and tabs only (§5.6.3): a coding padded with anything
+ * else is no coding read here.
+ */
+function codingList(value: string, ...skip: readonly string[]): string[] {
   const codings: string[] = [];
   for (const element of value.split(',')) {
     const coding = element.replace(OWS, '').toLowerCase();
-    if (coding !== '' && coding !== 'chunked' && coding !== 'identity') codings.push(coding);
+    if (coding !== '' && !skip.includes(coding)) codings.push(coding);
   }
-  return codings.length === 0 ? undefined : codings;
+  return codings;
 }
