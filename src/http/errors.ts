@@ -214,7 +214,8 @@ export class UpstreamNotStreamError extends TidegateError {
  * as identity. The body is not read: the upstream request is aborted at once, and never
  * retried (the upstream did answer). The message reaches the client, so it names registered
  * codings only (lower case; any other makes it an unregistered `Content-Encoding`);
- * `contentEncoding` keeps the header as it came.
+ * `contentEncoding` keeps the header as it came. A transfer coding other than `chunked`, which
+ * Node's parser leaves on the body, is refused alike, the message naming `Transfer-Encoding`.
  */
 export class UpstreamEncodingError extends TidegateError {
   /** HTTP status when it ends a response before its headers. */
@@ -236,7 +237,9 @@ export class UpstreamEncodingError extends TidegateError {
       : listed.length > 64
         ? `a ${header} of ${codings.length} codings`
         : `${header} ${listed}`;
-    super('ERR_TIDEGATE_UPSTREAM_ENCODING', `${upstreamOf(route)} answered HTTP ${upstreamStatus} with ${named}, which the gateway does not decode (it asked for identity)`);
+    // The gateway asks for `Accept-Encoding: identity`; it asks nothing of the transfer codings.
+    const asked = header === 'Content-Encoding' ? ' (it asked for identity)' : '';
+    super('ERR_TIDEGATE_UPSTREAM_ENCODING', `${upstreamOf(route)} answered HTTP ${upstreamStatus} with ${named}, which the gateway does not decode${asked}`);
   }
 }
 
