@@ -29,7 +29,7 @@ const FLAG_LINES = `  --config FILE              YAML or JSON configuration (als
 const ENV_VARS: ReadonlyArray<readonly [name: string, sets: string]> = [
   ['TIDEGATE_CONFIG', 'the configuration file'],
   ...Object.entries(ENV_OVERRIDES),
-  ['LOG_LEVEL', 'log level (default info)'],
+  ['LOG_LEVEL', 'log level, lower case: error, warn, info (default), http, verbose, debug, silly'],
   ['TIDEGATE_SOCKET_OPTIONS', 'socket options addon: off, or the path of another build'],
 ];
 
