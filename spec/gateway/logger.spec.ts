@@ -1,8 +1,11 @@
 import winston from 'winston';
-import { createLogger, jsonLine } from '../../src/gateway/logger';
+import { createLogger, jsonLine, LOG_FLUSH_BYTES, LOG_FLUSH_MS } from '../../src/gateway/logger';
+
+/** Resolves once the logger's batch of lines has been written. */
+const flushed = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, LOG_FLUSH_MS + 5));
 
 describe('createLogger', () => {
-  it("writes the lines of one turn of the event loop to stdout in one write, in order", async () => {
+  it('writes the lines logged within LOG_FLUSH_MS to stdout in one write, in order', async () => {
     const writes: string[] = [];
     const spy = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
       writes.push(String(chunk));
@@ -11,14 +14,40 @@ describe('createLogger', () => {
     try {
       const logger = createLogger({ level: 'info' });
       logger.info('first', { n: 1 });
+      await new Promise((resolve) => setImmediate(resolve));
       logger.info('second', { n: 2 });
       logger.info('third', { n: 3 });
-      expect(writes).toEqual([]);
       await new Promise((resolve) => setImmediate(resolve));
+      expect(writes).toEqual([]);
+      await flushed();
       expect(writes).toHaveLength(1);
       const lines = (writes[0] as string).split('\n');
       expect(lines.pop()).toBe('');
       expect(lines.map((l) => (JSON.parse(l) as { message: string; n: number }).message)).toEqual(['first', 'second', 'third']);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
+  it('writes the waiting lines at once when they reach LOG_FLUSH_BYTES', async () => {
+    const writes: string[] = [];
+    const spy = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      writes.push(String(chunk));
+      return true;
+    });
+    try {
+      const logger = createLogger({ level: 'info' });
+      const filler = 'x'.repeat(1000);
+      const count = Math.ceil(LOG_FLUSH_BYTES / 1000);
+      for (let i = 0; i < count; i++) logger.info('line', { i, filler });
+      expect(writes).toHaveLength(1);
+      expect((writes[0] as string).length).toBeGreaterThanOrEqual(LOG_FLUSH_BYTES);
+      logger.info('after', { i: count });
+      expect(writes).toHaveLength(1);
+      await flushed();
+      expect(writes).toHaveLength(2);
+      const lines = writes.join('').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as { i: number });
+      expect(lines.map((l) => l.i)).toEqual([...Array(count + 1).keys()]);
     } finally {
       spy.mockRestore();
     }
@@ -29,7 +58,7 @@ describe('createLogger', () => {
     try {
       const logger = createLogger({ silent: true });
       logger.info('nothing');
-      await new Promise((resolve) => setImmediate(resolve));
+      await flushed();
       expect(spy).not.toHaveBeenCalled();
     } finally {
       spy.mockRestore();
@@ -50,7 +79,7 @@ describe('createLogger levels and formats', () => {
     });
     try {
       log(createLogger({ level }));
-      await new Promise((resolve) => setImmediate(resolve));
+      await flushed();
     } finally {
       spy.mockRestore();
     }

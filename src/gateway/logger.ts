@@ -17,9 +17,10 @@ export interface LoggerOptions {
  * (`message: "stream"`) carries the stream id, route, status, ttftMs, events, bytes, outcome and
  * error code; never prompt text, completions or keys.
  *
- * The lines logged in one turn of the event loop leave in one write to stdout (written at the
- * end of the turn, and at `process.exit`): on a pipe that write is a synchronous syscall, and one
- * per stream cost more CPU than the rest of a stream's set-up bookkeeping.
+ * Lines leave stdout in batches: a line waits at most {@link LOG_FLUSH_MS} ms, or until
+ * {@link LOG_FLUSH_BYTES} bytes of lines wait, and all are written at `process.exit`. On a pipe
+ * each write is a synchronous syscall that also wakes the reader, and one per stream cost more
+ * CPU than any other piece of a stream's set-up bookkeeping.
  *
  * Throws {@link ConfigError} for a level that is not one of winston's npm levels (`error`, `warn`,
  * `info`, `http`, `verbose`, `debug`, `silly`, lower case), which winston would take for "log
@@ -111,33 +112,47 @@ function writeDirectly(logger: winston.Logger, lines: StdoutLines): void {
 /** The gateway's logger type (winston). */
 export type Logger = winston.Logger;
 
-/** Lines waiting for the end of this turn of the event loop, shared by every {@link StdoutLines}. */
+/** The longest a line waits before it is written to stdout, in ms. */
+export const LOG_FLUSH_MS = 20;
+/** Bytes of waiting lines (UTF-16 code units, about their UTF-8 size) that are written at once, without waiting for {@link LOG_FLUSH_MS}. */
+export const LOG_FLUSH_BYTES = 64 * 1024;
+
+/** Lines waiting to be written, shared by every {@link StdoutLines}; `pendingLength` is their length in code units. */
 let pending: string[] = [];
-let flushScheduled = false;
+let pendingLength = 0;
+let flushTimer: NodeJS.Timeout | undefined;
 let exitHooked = false;
 
 function flushLines(): void {
-  flushScheduled = false;
+  if (flushTimer !== undefined) {
+    clearTimeout(flushTimer);
+    flushTimer = undefined;
+  }
   if (pending.length === 0) return;
   const text = pending.join('');
   pending = [];
+  pendingLength = 0;
   process.stdout.write(text);
 }
 
 /** winston's transport base class (`winston.Transport`, from winston-transport; untyped on winston). */
 const TransportBase = (winston as unknown as { Transport: typeof Transport }).Transport;
 
-/** A winston transport writing each line to stdout, a turn's lines at once (see {@link createLogger}). */
+/** A winston transport writing its lines to stdout in batches (see {@link createLogger}). */
 class StdoutLines extends TransportBase {
   override log(info: unknown, next: () => void): void {
-    pending.push(`${String((info as Record<symbol, unknown>)[MESSAGE])}\n`);
-    if (!flushScheduled) {
-      flushScheduled = true;
-      setImmediate(flushLines);
-    }
+    const line = `${String((info as Record<symbol, unknown>)[MESSAGE])}\n`;
+    pending.push(line);
+    pendingLength += line.length;
     if (!exitHooked) {
       exitHooked = true;
       process.once('exit', flushLines);
+    }
+    if (pendingLength >= LOG_FLUSH_BYTES) flushLines();
+    else if (flushTimer === undefined) {
+      // Unref'd: lines still waiting when the process ends are written by the 'exit' hook.
+      flushTimer = setTimeout(flushLines, LOG_FLUSH_MS);
+      flushTimer.unref();
     }
     next();
   }
