@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import winston from 'winston';
 import { createLogger, jsonLine, LOG_FLUSH_BYTES, LOG_FLUSH_MS } from '../../src/gateway/logger';
 
@@ -7,10 +8,10 @@ const flushed = (): Promise<void> => new Promise((resolve) => setTimeout(resolve
 describe('createLogger', () => {
   it('writes the lines logged within LOG_FLUSH_MS to stdout in one write, in order', async () => {
     const writes: string[] = [];
-    const spy = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
-      writes.push(String(chunk));
-      return true;
-    });
+    const spy = jest.spyOn(fs, 'writeSync').mockImplementation(((fd: number, chunk: Uint8Array) => {
+      if (fd === process.stdout.fd) writes.push(Buffer.from(chunk).toString());
+      return chunk.length;
+    }) as typeof fs.writeSync);
     try {
       const logger = createLogger({ level: 'info' });
       logger.info('first', { n: 1 });
@@ -31,10 +32,10 @@ describe('createLogger', () => {
 
   it('writes the waiting lines at once when they reach LOG_FLUSH_BYTES', async () => {
     const writes: string[] = [];
-    const spy = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
-      writes.push(String(chunk));
-      return true;
-    });
+    const spy = jest.spyOn(fs, 'writeSync').mockImplementation(((fd: number, chunk: Uint8Array) => {
+      if (fd === process.stdout.fd) writes.push(Buffer.from(chunk).toString());
+      return chunk.length;
+    }) as typeof fs.writeSync);
     try {
       const logger = createLogger({ level: 'info' });
       const filler = 'x'.repeat(1000);
@@ -54,7 +55,7 @@ describe('createLogger', () => {
   });
 
   it('writes nothing when silent', async () => {
-    const spy = jest.spyOn(process.stdout, 'write').mockImplementation(() => true);
+    const spy = jest.spyOn(fs, 'writeSync').mockImplementation(((_fd: number, chunk: Uint8Array) => chunk.length) as typeof fs.writeSync);
     try {
       const logger = createLogger({ silent: true });
       logger.info('nothing');
@@ -73,10 +74,10 @@ describe('createLogger levels and formats', () => {
 
   async function linesOf(log: (logger: ReturnType<typeof createLogger>) => void, level = 'info'): Promise<Record<string, unknown>[]> {
     const writes: string[] = [];
-    const spy = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
-      writes.push(String(chunk));
-      return true;
-    });
+    const spy = jest.spyOn(fs, 'writeSync').mockImplementation(((fd: number, chunk: Uint8Array) => {
+      if (fd === process.stdout.fd) writes.push(Buffer.from(chunk).toString());
+      return chunk.length;
+    }) as typeof fs.writeSync);
     try {
       log(createLogger({ level }));
       await flushed();

@@ -1,3 +1,4 @@
+import { writeSync } from 'node:fs';
 import winston from 'winston';
 import type Transport from 'winston-transport';
 import { ConfigError } from './config/load';
@@ -18,9 +19,15 @@ export interface LoggerOptions {
  * error code; never prompt text, completions or keys.
  *
  * Lines leave stdout in batches: a line waits at most {@link LOG_FLUSH_MS} ms, or until
- * {@link LOG_FLUSH_BYTES} bytes of lines wait, and all are written at `process.exit`. On a pipe
- * each write is a synchronous syscall that also wakes the reader, and one per stream cost more
- * CPU than any other piece of a stream's set-up bookkeeping.
+ * {@link LOG_FLUSH_BYTES} bytes of lines wait (one write per stream cost more CPU than any other
+ * piece of a stream's set-up bookkeeping). They are written to stdout's descriptor directly, never
+ * blocking: what a full pipe does not take waits in a backlog of at most
+ * {@link LOG_BACKLOG_BYTES} bytes, tried again every {@link LOG_RETRY_MS} ms. While the backlog is
+ * full, new lines are dropped and counted; a `log lines dropped` line (level `warn`, field
+ * `dropped`) says how many once there is room. At `process.exit` the backlog and the waiting lines
+ * are written, waiting up to {@link LOG_EXIT_WAIT_MS} ms for a slow reader, and so is every line
+ * logged after it. A stdout whose reader is gone (`EPIPE`) costs the lines, not the process: one
+ * line on stderr says so.
  *
  * Throws {@link ConfigError} for a level that is not one of winston's npm levels (`error`, `warn`,
  * `info`, `http`, `verbose`, `debug`, `silly`, lower case), which winston would take for "log
@@ -34,6 +41,7 @@ export function createLogger(options: LoggerOptions = {}): winston.Logger {
     throw new ConfigError(`invalid log level ${JSON.stringify(level)}${fromEnv ? ' (from LOG_LEVEL)' : ''}: expected one of ${levels}`);
   }
   const lines = options.transports === undefined ? new StdoutLines() : undefined;
+  if (lines !== undefined && options.silent !== true) hookProcess();
   const logger = winston.createLogger({
     level,
     silent: options.silent ?? false,
@@ -116,23 +124,109 @@ export type Logger = winston.Logger;
 export const LOG_FLUSH_MS = 20;
 /** Bytes of waiting lines (UTF-16 code units, about their UTF-8 size) that are written at once, without waiting for {@link LOG_FLUSH_MS}. */
 export const LOG_FLUSH_BYTES = 64 * 1024;
+/** Bytes of lines a full stdout pipe has not taken yet, past which new lines are dropped. */
+export const LOG_BACKLOG_BYTES = 4 * 1024 * 1024;
+/** How often the backlog is offered to a full pipe again, in ms. */
+export const LOG_RETRY_MS = 10;
+/** How long the exit's write waits for a full pipe's reader, in ms, before it gives the lines up. */
+export const LOG_EXIT_WAIT_MS = 1000;
 
 /** Lines waiting to be written, shared by every {@link StdoutLines}; `pendingLength` is their length in code units. */
 let pending: string[] = [];
 let pendingLength = 0;
 let flushTimer: NodeJS.Timeout | undefined;
-let exitHooked = false;
+/** Encoded lines stdout has not taken yet (the first may be a line's tail), oldest first. */
+let backlog: Buffer[] = [];
+let backlogBytes = 0;
+let retryTimer: NodeJS.Timeout | undefined;
+/** Lines dropped while the backlog was full, not yet reported. */
+let dropped = 0;
+/** The process is exiting: lines are written as they come, waiting for the reader. */
+let exiting = false;
+/** stdout failed (`EPIPE`: its reader is gone); nothing more is written to it. */
+let stdoutBroken = false;
+let hooked = false;
+const pause = new Int32Array(new SharedArrayBuffer(4));
+
+/** Hooks the process once: the exit's write, and stdout's errors (unhandled, an `EPIPE` would end the process). */
+function hookProcess(): void {
+  if (hooked) return;
+  hooked = true;
+  process.once('exit', () => {
+    exiting = true;
+    flushLines();
+  });
+  // Also makes Node open stdout, which puts a pipe in non-blocking mode: a write never stalls the event loop.
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => stdoutFailed(err.code ?? err.message));
+}
+
+function stdoutFailed(why: string): void {
+  backlog = [];
+  backlogBytes = 0;
+  if (stdoutBroken) return;
+  stdoutBroken = true;
+  try {
+    process.stderr.write(`tidegate: stdout failed (${why}): log lines are dropped from now on\n`);
+  } catch {
+    // stderr gone as well: nothing left to tell.
+  }
+}
 
 function flushLines(): void {
   if (flushTimer !== undefined) {
     clearTimeout(flushTimer);
     flushTimer = undefined;
   }
-  if (pending.length === 0) return;
+  if (pending.length === 0 && !exiting) return;
+  const lines = pending.length;
   const text = pending.join('');
   pending = [];
   pendingLength = 0;
-  process.stdout.write(text);
+  if (stdoutBroken) return;
+  if (backlogBytes > LOG_BACKLOG_BYTES) dropped += lines;
+  else if (lines > 0) {
+    const bytes = Buffer.from(text);
+    backlog.push(bytes);
+    backlogBytes += bytes.length;
+  }
+  writeBacklog();
+}
+
+/** Writes the backlog to stdout until it is empty or the pipe is full (when exiting: waits for the pipe, up to {@link LOG_EXIT_WAIT_MS}). */
+function writeBacklog(): void {
+  if (retryTimer !== undefined) {
+    clearTimeout(retryTimer);
+    retryTimer = undefined;
+  }
+  const giveUpAt = exiting ? Date.now() + LOG_EXIT_WAIT_MS : 0;
+  for (;;) {
+    if (backlog.length === 0) {
+      if (dropped === 0 || stdoutBroken) return;
+      const notice = Buffer.from(`{"dropped":${dropped},"level":"warn","message":"log lines dropped","timestamp":"${new Date().toISOString()}"}\n`);
+      dropped = 0;
+      backlog.push(notice);
+      backlogBytes += notice.length;
+    }
+    const head = backlog[0] as Buffer;
+    let written: number;
+    try {
+      written = writeSync(process.stdout.fd, head);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== 'EAGAIN') return stdoutFailed(code ?? String(err));
+      if (exiting) {
+        if (Date.now() >= giveUpAt) return;
+        Atomics.wait(pause, 0, 0, 5);
+        continue;
+      }
+      retryTimer = setTimeout(writeBacklog, LOG_RETRY_MS);
+      retryTimer.unref();
+      return;
+    }
+    backlogBytes -= written;
+    if (written < head.length) backlog[0] = head.subarray(written);
+    else backlog.shift();
+  }
 }
 
 /** winston's transport base class (`winston.Transport`, from winston-transport; untyped on winston). */
@@ -141,14 +235,11 @@ const TransportBase = (winston as unknown as { Transport: typeof Transport }).Tr
 /** A winston transport writing its lines to stdout in batches (see {@link createLogger}). */
 class StdoutLines extends TransportBase {
   override log(info: unknown, next: () => void): void {
+    hookProcess();
     const line = `${String((info as Record<symbol, unknown>)[MESSAGE])}\n`;
     pending.push(line);
     pendingLength += line.length;
-    if (!exitHooked) {
-      exitHooked = true;
-      process.once('exit', flushLines);
-    }
-    if (pendingLength >= LOG_FLUSH_BYTES) flushLines();
+    if (exiting || pendingLength >= LOG_FLUSH_BYTES) flushLines();
     else if (flushTimer === undefined) {
       // Unref'd: lines still waiting when the process ends are written by the 'exit' hook.
       flushTimer = setTimeout(flushLines, LOG_FLUSH_MS);

@@ -1,0 +1,100 @@
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+
+const LOGGER = path.join(__dirname, '../../dist/gateway/logger.js');
+
+/**
+ * Runs `script` in a node process with the built logger as `createLogger`. Its stdout is a pipe
+ * this side reads only once `read()` is called (until then the pipe fills); `text()` is what was
+ * read.
+ */
+function child(script: string): { stdout: NodeJS.ReadableStream & { destroy(): void }; read(): void; text(): string; stderr: () => string; exit: Promise<number | null>; ended: Promise<void> } {
+  const proc = spawn(process.execPath, ['-e', `const { createLogger } = require(${JSON.stringify(LOGGER)});\n${script}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  // A listener from the start, paused: Node would otherwise drain an unread pipe once the child exits.
+  proc.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+  proc.stdout.pause();
+  proc.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
+  const ended = new Promise<void>((resolve) => proc.stdout.once('end', () => resolve()));
+  return { stdout: proc.stdout, read: () => proc.stdout.resume(), text: () => out, stderr: () => err, exit: new Promise((resolve) => proc.on('exit', resolve)), ended };
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('the default logger on a stdout pipe', () => {
+  it('keeps the process running when the pipe reader leaves (EPIPE), saying so once on stderr', async () => {
+    // Logs a line every 5 ms for 400 ms, then prints a marker on stderr and exits 0.
+    const c = child(`
+      const logger = createLogger();
+      const t = setInterval(() => logger.info('tick'), 5);
+      setTimeout(() => { clearInterval(t); process.stderr.write('survived\\n'); process.exit(0); }, 400);
+    `);
+    await new Promise<void>((resolve) => {
+      c.stdout.once('data', () => resolve());
+      c.read();
+    });
+    c.stdout.destroy();
+    expect(await c.exit).toBe(0);
+    expect(c.stderr()).toMatch(/stdout failed \(EPIPE\): log lines are dropped from now on\n/);
+    expect(c.stderr().match(/stdout failed/g)).toHaveLength(1);
+    expect(c.stderr()).toContain('survived');
+  });
+
+  it('writes every waiting line at exit, whole, to a reader slower than the pipe', async () => {
+    // 3,000 lines of ~300 bytes (about 0.9 MB, many pipe buffers) logged in one turn, then exit.
+    const c = child(`
+      const logger = createLogger();
+      for (let i = 0; i < 3000; i++) logger.info('line', { i, filler: 'x'.repeat(250) });
+      process.exit(0);
+    `);
+    await sleep(300);
+    c.read();
+    await c.exit;
+    await c.ended;
+    const lines = c.text().split('\n');
+    expect(lines.pop()).toBe('');
+    expect(lines.map((l) => (JSON.parse(l) as { i: number }).i)).toEqual([...Array(3000).keys()]);
+  });
+
+  it('writes the lines logged during exit, after the exit hook', async () => {
+    const c = child(`
+      const logger = createLogger();
+      logger.info('first');
+      process.on('exit', () => logger.info('from a later exit hook'));
+      process.exit(0);
+    `);
+    c.read();
+    await c.exit;
+    await c.ended;
+    expect(c.text().split('\n').filter(Boolean).map((l) => (JSON.parse(l) as { message: string }).message)).toEqual(['first', 'from a later exit hook']);
+  });
+
+  it('drops lines while the pipe holds LOG_BACKLOG_BYTES unwritten, then counts them in one warn line', async () => {
+    // The reader reads nothing for 1.5 s while the process logs ~6 MB; then everything is read.
+    const c = child(`
+      const { LOG_BACKLOG_BYTES } = require(${JSON.stringify(LOGGER)});
+      const logger = createLogger();
+      let i = 0;
+      const t = setInterval(() => {
+        for (let k = 0; k < 200; k++) logger.info('line', { i: i++, filler: 'x'.repeat(1000) });
+        if (i >= 6000) { clearInterval(t); setTimeout(() => { logger.info('last', { i: i++ }); setTimeout(() => process.exit(0), 3000); }, 1500); }
+      }, 10);
+    `);
+    await sleep(1500);
+    c.read();
+    await c.exit;
+    await c.ended;
+    const lines = c.text().split('\n').filter(Boolean).map((l) => JSON.parse(l) as { i?: number; message: string; dropped?: number; level: string });
+    const notices = lines.filter((l) => l.message === 'log lines dropped');
+    const logged = lines.filter((l) => l.i !== undefined);
+    expect(notices).toHaveLength(1);
+    expect(notices[0]).toMatchObject({ level: 'warn' });
+    // Every line is either written or counted as dropped, and the written ones keep their order.
+    expect(logged.length + (notices[0]?.dropped ?? 0)).toBe(6001);
+    expect(notices[0]?.dropped).toBeGreaterThan(0);
+    const order = logged.map((l) => l.i as number);
+    expect(order).toEqual([...order].sort((a, b) => a - b));
+    expect(logged[logged.length - 1]?.message).toBe('last');
+  }, 20_000);
+});
