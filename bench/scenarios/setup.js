@@ -7,6 +7,12 @@
 // thread (its event loop), so near saturation its TTFB follows the main thread's figure; V8's
 // helper threads (parallel GC, the optimizing compiler) add to the first on other cores.
 //
+// Every round starts each proxy anew, so its rates measure a fresh process: its first few
+// thousand streams, while V8 still compiles and optimizes its code (a proxy with more JavaScript
+// on the path takes longer to warm). With `warmRatePerS`, each round then opens `warmupStreams`
+// more streams unmeasured and runs that rate once more: its row (`warm: true`) is the set-up cost
+// of a process that has warmed up, as a long-running gateway's is.
+//
 // One run's TTFB p99 for the same proxy can differ 4× between back-to-back runs on a shared
 // machine, more than the gaps the page compares. So every target (direct too) runs all its rates
 // `repeats` times, in rounds over all targets (every other round in reverse order, so drift in the
@@ -40,6 +46,7 @@ function mergeRate(xs) {
   const peak = (get) => (ok.some((x) => get(x) != null) ? Math.max(...ok.map(get).filter((v) => v != null)) : null);
   return {
     ratePerS: ok[0].ratePerS,
+    ...(ok[0].warm ? { warm: true, warmupStreams: ok[0].warmupStreams } : {}),
     streams: ok[0].streams,
     streamsTotal: sum(ok.map((x) => x.streams)),
     rounds: xs.length,
@@ -63,8 +70,9 @@ function mergeRate(xs) {
 function mergeRounds(runs) {
   const ok = runs.filter((r) => !r.error);
   if (!ok.length) return runs[runs.length - 1];
-  const rates = [...new Set(ok.flatMap((r) => r.byRate.map((x) => x.ratePerS)))];
-  const byRate = rates.map((rate) => mergeRate(runs.map((r) => (r.error ? null : r.byRate.find((x) => x.ratePerS === rate) || null))));
+  const stepOf = (x) => `${x.ratePerS}${x.warm ? ' warm' : ''}`;
+  const steps = [...new Set(ok.flatMap((r) => r.byRate.map(stepOf)))];
+  const byRate = steps.map((step) => mergeRate(runs.map((r) => (r.error ? null : r.byRate.find((x) => stepOf(x) === step) || null))));
   const peakOf = (r) => (r.ownSockets && r.ownSockets.peak ? r.ownSockets.peak.total || 0 : 0);
   const kernel = ok.reduce((a, b) => (peakOf(b) > peakOf(a) ? b : a));
   return { byRate, repeats: runs.length, ownSockets: kernel.ownSockets };
@@ -75,8 +83,18 @@ async function runTarget(hn, t, p, direct) {
   const h = t === direct ? { port: hn.upstream.port, direct: true } : await hn.startTarget(t);
   try {
     const byRate = [];
-    for (const rate of p.ratesPerS) {
+    const steps = p.ratesPerS.map((rate) => ({ rate, warm: false }));
+    if (p.warmRatePerS) steps.push({ rate: p.warmRatePerS, warm: true });
+    for (const { rate, warm } of steps) {
       const streams = Math.round((rate * p.openForMs) / 1000);
+      if (warm) {
+        // Unmeasured streams of the same shape, at the same rate, before the warm step.
+        await hn.upCtl('/_config', { rate: 5, eventBytes: p.eventBytes, durationMs: p.streamMs, maxBytes: 1 << 30, ts: false, tickMs: 10, firstEventNow: true });
+        await hn.loadCall({ cmd: 'start', spec: { port: h.port, path: t.path, clients: p.warmupStreams, modes: ['fast'], openRatePerS: rate, tagPrefix: `suw${rate}-` } }, 'started', (p.warmupStreams / rate) * 1000 + 30000);
+        await hn.waitProgress((x) => x.ended >= x.total, p.streamMs + p.settleMaxMs);
+        await hn.loadCall({ cmd: 'stop', drainMs: 0 }, 'result', 60000);
+        await procs.sleep(hn.quick ? 200 : 1000);
+      }
       await hn.upCtl('/_config', { rate: 5, eventBytes: p.eventBytes, durationMs: p.streamMs, maxBytes: 1 << 30, ts: false, tickMs: 10, firstEventNow: true });
       const cpu0 = h.direct ? null : h.sampler.read();
       const t0 = Date.now();
@@ -90,6 +108,7 @@ async function runTarget(hn, t, p, direct) {
       const ok = res.clients.filter((c) => c.status === 200);
       byRate.push({
         ratePerS: rate,
+        ...(warm ? { warm: true, warmupStreams: p.warmupStreams } : {}),
         streams,
         wallS,
         ttfbMs: stats(res.clients.map((c) => c.firstByteMs)),
@@ -130,7 +149,7 @@ async function run(hn) {
   const lines = [];
   for (const [n, r] of Object.entries(rows)) {
     if (r.error) lines.push([n, 'ERROR: ' + r.error.slice(0, 60)]);
-    else for (const x of r.byRate) lines.push([n, x.ratePerS, x.ttfbMs.p50?.toFixed(2), x.ttfbMs.p99?.toFixed(2), x.firstEventMs.p99?.toFixed(2), x.cpuMsPerStream?.toFixed(3) ?? 'n/a', x.mainCpuMsPerStream?.toFixed(3) ?? 'n/a', `${x.completed}/${x.streamsTotal}`, x.refused + x.failed, every(x.ttfbP99Runs)]);
+    else for (const x of r.byRate) lines.push([n, `${x.ratePerS}${x.warm ? ' warm' : ''}`, x.ttfbMs.p50?.toFixed(2), x.ttfbMs.p99?.toFixed(2), x.firstEventMs.p99?.toFixed(2), x.cpuMsPerStream?.toFixed(3) ?? 'n/a', x.mainCpuMsPerStream?.toFixed(3) ?? 'n/a', `${x.completed}/${x.streamsTotal}`, x.refused + x.failed, every(x.ttfbP99Runs)]);
   }
   table(
     `SETUP: streams opened at a steady rate for ${p.openForMs / 1000} s, each ~${p.streamMs} ms long${repeats > 1 ? `, median of ${repeats} runs` : ''}`,
