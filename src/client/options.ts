@@ -242,6 +242,7 @@ export function resolveOptions(url: string | URL, options: ConnectSseOptions, in
           agent,
           connectTimeoutMs: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
           firstByteTimeoutMs: options.firstByteTimeoutMs ?? 0,
+          idleTimeoutMs: options.idleTimeoutMs,
           followRedirects: options.followRedirects ?? true,
           route: internal.route,
         })

@@ -44,7 +44,7 @@ export function defaultSseAgent(url: URL): http.Agent {
  * agent (or a view of the caller's `agent`), connect and first-byte timeouts, sized reads,
  * typed network errors that never carry the URL.
  */
-export function httpTransport(options: { agent: http.Agent | undefined; connectTimeoutMs: number; firstByteTimeoutMs: number; followRedirects: FollowRedirects; route?: string | undefined }): SseTransport {
+export function httpTransport(options: { agent: http.Agent | undefined; connectTimeoutMs: number; firstByteTimeoutMs: number; idleTimeoutMs?: number | undefined; followRedirects: FollowRedirects; route?: string | undefined }): SseTransport {
   return (request, signal) =>
     sendUpstream({
       url: request.url.href,
@@ -55,6 +55,9 @@ export function httpTransport(options: { agent: http.Agent | undefined; connectT
       agent: options.agent,
       connectTimeoutMs: options.connectTimeoutMs,
       firstByteTimeoutMs: options.firstByteTimeoutMs,
+      // Times an error body's silence; the stream's silence is timed by events (connectSse's idle timer).
+      idleTimeoutMs: options.idleTimeoutMs,
+      idleTimedByEvents: true,
       followRedirects: options.followRedirects,
       route: options.route,
     });

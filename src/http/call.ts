@@ -368,7 +368,9 @@ export class UpstreamCall implements SizedReadCall {
   /**
    * The first `maxBytes` of the body as text ({@link bodyText}; the rest is not read: the call is
    * released and its request aborted), '' when the body breaks or is in a coding not decoded
-   * (unread). For error answers a client reports but never trusts to be small.
+   * (unread). For error answers a client reports but never trusts to be small. A body that goes
+   * silent is cut there, as {@link errorBody}'s is: after the request's `idleTimeoutMs`, else its
+   * first-byte timeout (the status line met that deadline; from here only the silence is timed).
    */
   async headText(response: Response, maxBytes: number): Promise<string> {
     const source = response.body as unknown as Readable;
@@ -377,8 +379,10 @@ export class UpstreamCall implements SizedReadCall {
       this.release();
       return '';
     }
+    this.firstByte();
     try {
-      return bodyText(await readBounded(source, { maxBytes, truncate: true, tooLarge: () => undefined }), response);
+      const idleMs = this.request.idleTimeoutMs || (this.request.firstByteTimeoutMs ?? DEFAULT_FIRST_BYTE_TIMEOUT_MS);
+      return bodyText(await readBounded(source, { maxBytes, truncate: true, tooLarge: () => undefined, idleMs, idled: () => undefined }), response);
     } catch {
       return ''; // a broken error body: the status says enough
     } finally {

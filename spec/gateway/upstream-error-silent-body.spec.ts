@@ -1,0 +1,73 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { startTestGateway, type TestGateway } from './helpers';
+
+/**
+ * An upstream error answer whose body goes silent is relayed with its status once the body was
+ * silent for `idleMs` (`firstByteMs` when `idleMs` is 0), on every passthrough route: a
+ * resumable one too, whose attempts go through the SSE client.
+ */
+
+let upstream: http.Server;
+let base: string;
+const gateways: TestGateway[] = [];
+
+beforeAll(async () => {
+  // A 500 announcing 200 bytes of body, and none of them.
+  upstream = http.createServer((req, res) => {
+    req.resume();
+    res.writeHead(500, { 'content-type': 'application/json', 'content-length': '200' });
+    res.flushHeaders();
+  });
+  await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
+  base = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
+});
+afterAll(async () => {
+  await Promise.all(gateways.map((g) => g.close()));
+  upstream.closeAllConnections();
+  await new Promise<void>((r) => upstream.close(() => r()));
+});
+
+async function gatewayWith(timeouts: Record<string, number>): Promise<TestGateway> {
+  const t = await startTestGateway({
+    config: { timeouts: { connectMs: 2000, totalMs: 20_000, ...timeouts }, retry: { maxAttempts: 1 } },
+    routes: [
+      { path: '/pt', provider: 'passthrough', url: `${base}/pt` },
+      { path: '/rpt', provider: 'passthrough', url: `${base}/rpt`, resumable: true },
+    ],
+  });
+  gateways.push(t);
+  return t;
+}
+
+async function timed(url: string): Promise<{ status: number; ms: number }> {
+  const started = performance.now();
+  const res = await fetch(url);
+  await res.arrayBuffer();
+  return { status: res.status, ms: performance.now() - started };
+}
+
+describe('an upstream error body that goes silent', () => {
+  it.each(['/pt', '/rpt'])('%s: relays the status after idleMs of silence, not firstByteMs', async (path) => {
+    const t = await gatewayWith({ idleMs: 300, firstByteMs: 8000 });
+    const { status, ms } = await timed(`${t.gateway.url}${path}`);
+    expect(status).toBe(500);
+    expect(ms).toBeGreaterThanOrEqual(250);
+    expect(ms).toBeLessThan(4000);
+  });
+
+  it.each(['/pt', '/rpt'])('%s: with firstByteMs 0 (no first-byte deadline), relays the status after idleMs, not totalMs', async (path) => {
+    const t = await gatewayWith({ idleMs: 300, firstByteMs: 0 });
+    const { status, ms } = await timed(`${t.gateway.url}${path}`);
+    expect(status).toBe(500);
+    expect(ms).toBeLessThan(4000);
+  });
+
+  it.each(['/pt', '/rpt'])('%s: with idleMs 0, relays the status after firstByteMs of silence, not totalMs', async (path) => {
+    const t = await gatewayWith({ idleMs: 0, firstByteMs: 400 });
+    const { status, ms } = await timed(`${t.gateway.url}${path}`);
+    expect(status).toBe(500);
+    expect(ms).toBeGreaterThanOrEqual(350);
+    expect(ms).toBeLessThan(4000);
+  });
+});
