@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { startTestGateway, type TestGateway } from './helpers';
 
 /**
- * An upstream error answer with no body to relay (none came, or it broke while it was decoded)
+ * An upstream error answer with no body to relay (none came, only whitespace, or it broke while it was decoded)
  * reaches the client with the upstream's status and `Retry-After`, and the provider's error
  * shape in place of the body, so an SDK raises an error with a message rather than an empty one.
  */
@@ -18,6 +18,9 @@ beforeAll(async () => {
     if (kind === 'empty') {
       res.writeHead(500, { 'content-type': 'application/json', 'retry-after': '3', 'content-length': '0' });
       res.end();
+    } else if (kind === 'blank') {
+      res.writeHead(400, { 'content-type': 'application/json' });
+      res.end(' \r\n\t  \n');
     } else {
       // A gzip header, then bytes no inflater takes.
       res.writeHead(400, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
@@ -26,7 +29,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
   const url = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
-  const routes = ['empty', 'corrupt'].flatMap((kind) => [
+  const routes = ['empty', 'blank', 'corrupt'].flatMap((kind) => [
     { path: `/${kind}/v1/chat/completions`, provider: 'openai', api: 'chat', url: `${url}/${kind}/v1/chat/completions` },
     { path: `/${kind}/v1/messages`, provider: 'anthropic', api: 'messages', url: `${url}/${kind}/v1/messages` },
   ]);
@@ -59,6 +62,12 @@ describe('an upstream error answer without a body to relay', () => {
     const { status, json } = await post('/empty/v1/messages', true);
     expect(status).toBe(500);
     expect(json).toMatchObject({ type: 'error', error: { message: 'upstream answered HTTP 500' } });
+  });
+
+  it.each([true, false])('a 400 whose body is only whitespace reaches an OpenAI client in its error shape (stream: %p)', async (stream) => {
+    const { status, json } = await post('/blank/v1/chat/completions', stream);
+    expect(status).toBe(400);
+    expect(json).toEqual({ error: { message: 'upstream answered HTTP 400', type: 'tidegate_error', code: 'ERR_TIDEGATE_UPSTREAM_STATUS', param: null } });
   });
 
   it.each([true, false])('a 400 whose gzip body does not decode keeps its status, with the error shape for its body (stream: %p)', async (stream) => {

@@ -151,7 +151,8 @@ function sendUpstreamHttpError(res: StreamContext['res'], err: UpstreamHttpError
   if (err.retryAfterMs !== undefined) res.setHeader('Retry-After', String(Math.ceil(err.retryAfterMs / 1000)));
   const allow = scrub === undefined || err.allow === undefined ? '' : methodList(scrub.string(err.allow));
   if (allow !== '') res.setHeader('Allow', allow);
-  if (err.body === '') {
+  // Nothing a client could read (none, or only whitespace): the provider's error shape instead.
+  if (err.body.trim() === '') {
     adapter.sendHttpError(res, err);
     return;
   }
