@@ -8,7 +8,7 @@ const LOGGER = path.join(__dirname, '../../dist/gateway/logger.js');
  * this side reads only once `read()` is called (until then the pipe fills); `text()` is what was
  * read.
  */
-function child(script: string): { stdout: NodeJS.ReadableStream & { destroy(): void }; read(): void; text(): string; stderr: () => string; exit: Promise<number | null>; ended: Promise<void> } {
+function child(script: string): { stdout: NodeJS.ReadableStream & { destroy(): void }; stderrStream: { destroy(): void }; read(): void; text(): string; stderr: () => string; exit: Promise<number | null>; ended: Promise<void> } {
   const proc = spawn(process.execPath, ['-e', `const { createLogger } = require(${JSON.stringify(LOGGER)});\n${script}`], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
@@ -17,7 +17,7 @@ function child(script: string): { stdout: NodeJS.ReadableStream & { destroy(): v
   proc.stdout.pause();
   proc.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
   const ended = new Promise<void>((resolve) => proc.stdout.once('end', () => resolve()));
-  return { stdout: proc.stdout, read: () => proc.stdout.resume(), text: () => out, stderr: () => err, exit: new Promise((resolve) => proc.on('exit', resolve)), ended };
+  return { stdout: proc.stdout, stderrStream: proc.stderr, read: () => proc.stdout.resume(), text: () => out, stderr: () => err, exit: new Promise((resolve) => proc.on('exit', resolve)), ended };
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -39,6 +39,21 @@ describe('the default logger on a stdout pipe', () => {
     expect(c.stderr()).toMatch(/stdout failed \(EPIPE\): log lines are dropped from now on\n/);
     expect(c.stderr().match(/stdout failed/g)).toHaveLength(1);
     expect(c.stderr()).toContain('survived');
+  });
+
+  it('keeps the process running when the readers of both stdout and stderr leave', async () => {
+    const c = child(`
+      const logger = createLogger();
+      const t = setInterval(() => logger.info('tick'), 5);
+      setTimeout(() => { clearInterval(t); process.exit(0); }, 400);
+    `);
+    await new Promise<void>((resolve) => {
+      c.stdout.once('data', () => resolve());
+      c.read();
+    });
+    c.stderrStream.destroy();
+    c.stdout.destroy();
+    expect(await c.exit).toBe(0);
   });
 
   it('writes every waiting line at exit, whole, to a reader slower than the pipe', async () => {

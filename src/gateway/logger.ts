@@ -128,7 +128,7 @@ export const LOG_FLUSH_BYTES = 64 * 1024;
 export const LOG_BACKLOG_BYTES = 4 * 1024 * 1024;
 /** How often the backlog is offered to a full pipe again, in ms. */
 export const LOG_RETRY_MS = 10;
-/** How long the exit's write waits for a full pipe's reader, in ms, before it gives the lines up. */
+/** How long the writes at exit wait for a full pipe's reader, in ms all told, before they give the lines up. */
 export const LOG_EXIT_WAIT_MS = 1000;
 
 /** Lines waiting to be written, shared by every {@link StdoutLines}; `pendingLength` is their length in code units. */
@@ -141,8 +141,9 @@ let backlogBytes = 0;
 let retryTimer: NodeJS.Timeout | undefined;
 /** Lines dropped while the backlog was full, not yet reported. */
 let dropped = 0;
-/** The process is exiting: lines are written as they come, waiting for the reader. */
+/** The process is exiting: lines are written as they come, waiting for the reader until `exitDeadline` (ms since the epoch). */
 let exiting = false;
+let exitDeadline = 0;
 /** stdout failed (`EPIPE`: its reader is gone); nothing more is written to it. */
 let stdoutBroken = false;
 let hooked = false;
@@ -154,6 +155,7 @@ function hookProcess(): void {
   hooked = true;
   process.once('exit', () => {
     exiting = true;
+    exitDeadline = Date.now() + LOG_EXIT_WAIT_MS;
     flushLines();
   });
   // Also makes Node open stdout, which puts a pipe in non-blocking mode: a write never stalls the event loop.
@@ -166,7 +168,8 @@ function stdoutFailed(why: string): void {
   if (stdoutBroken) return;
   stdoutBroken = true;
   try {
-    process.stderr.write(`tidegate: stdout failed (${why}): log lines are dropped from now on\n`);
+    // Synchronous: a stderr whose reader is gone too throws here, not as an unhandled 'error' event.
+    writeSync(process.stderr.fd, `tidegate: stdout failed (${why}): log lines are dropped from now on\n`);
   } catch {
     // stderr gone as well: nothing left to tell.
   }
@@ -198,7 +201,6 @@ function writeBacklog(): void {
     clearTimeout(retryTimer);
     retryTimer = undefined;
   }
-  const giveUpAt = exiting ? Date.now() + LOG_EXIT_WAIT_MS : 0;
   for (;;) {
     if (backlog.length === 0) {
       if (dropped === 0 || stdoutBroken) return;
@@ -215,7 +217,7 @@ function writeBacklog(): void {
       const code = (err as NodeJS.ErrnoException).code;
       if (code !== 'EAGAIN') return stdoutFailed(code ?? String(err));
       if (exiting) {
-        if (Date.now() >= giveUpAt) return;
+        if (Date.now() >= exitDeadline) return;
         Atomics.wait(pause, 0, 0, 5);
         continue;
       }
