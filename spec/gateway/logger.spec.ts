@@ -2,16 +2,22 @@ import fs from 'node:fs';
 import winston from 'winston';
 import { createLogger, jsonLine, LOG_FLUSH_BYTES, LOG_FLUSH_MS } from '../../src/gateway/logger';
 
+/** Captures what the logger writes to stdout's descriptor (it writes with `fs.writeSync`), one string per write. */
+function captureStdout(): { writes: string[]; spy: jest.SpyInstance } {
+  const writes: string[] = [];
+  const spy = jest.spyOn(fs, 'writeSync').mockImplementation(((fd: number, chunk: Uint8Array) => {
+    if (fd === process.stdout.fd) writes.push(Buffer.from(chunk).toString());
+    return chunk.length;
+  }) as typeof fs.writeSync);
+  return { writes, spy };
+}
+
 /** Resolves once the logger's batch of lines has been written. */
 const flushed = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, LOG_FLUSH_MS + 5));
 
 describe('createLogger', () => {
   it('writes the lines logged within LOG_FLUSH_MS to stdout in one write, in order', async () => {
-    const writes: string[] = [];
-    const spy = jest.spyOn(fs, 'writeSync').mockImplementation(((fd: number, chunk: Uint8Array) => {
-      if (fd === process.stdout.fd) writes.push(Buffer.from(chunk).toString());
-      return chunk.length;
-    }) as typeof fs.writeSync);
+    const { writes, spy } = captureStdout();
     try {
       const logger = createLogger({ level: 'info' });
       logger.info('first', { n: 1 });
@@ -31,11 +37,7 @@ describe('createLogger', () => {
   });
 
   it('writes the waiting lines at once when they reach LOG_FLUSH_BYTES', async () => {
-    const writes: string[] = [];
-    const spy = jest.spyOn(fs, 'writeSync').mockImplementation(((fd: number, chunk: Uint8Array) => {
-      if (fd === process.stdout.fd) writes.push(Buffer.from(chunk).toString());
-      return chunk.length;
-    }) as typeof fs.writeSync);
+    const { writes, spy } = captureStdout();
     try {
       const logger = createLogger({ level: 'info' });
       const filler = 'x'.repeat(1000);
@@ -73,11 +75,7 @@ describe('createLogger levels and formats', () => {
   });
 
   async function linesOf(log: (logger: ReturnType<typeof createLogger>) => void, level = 'info'): Promise<Record<string, unknown>[]> {
-    const writes: string[] = [];
-    const spy = jest.spyOn(fs, 'writeSync').mockImplementation(((fd: number, chunk: Uint8Array) => {
-      if (fd === process.stdout.fd) writes.push(Buffer.from(chunk).toString());
-      return chunk.length;
-    }) as typeof fs.writeSync);
+    const { writes, spy } = captureStdout();
     try {
       log(createLogger({ level }));
       await flushed();
