@@ -142,6 +142,7 @@ function method(res, out) {
         ['`BENCH_PARAMS=\'{"s2":{"bytesPerStream":41943040}}\'`', 'overrides a scenario\'s parameters'],
         ['`BENCH_GATEWAY_NODE_FLAGS`, `BENCH_BASELINE_NODE_FLAGS`', 'Node flags, e.g. `--cpu-prof`'],
         ['`BENCH_STDOUT_DIR=/tmp/out`', "each process's stdout in a file, e.g. `--trace-gc-nvp` lines"],
+        ['`node bench/warmup.js --target tidegate-pass`', 'CPU per stream of a fresh process, window by window, as it warms up'],
       ],
     ),
     '',
