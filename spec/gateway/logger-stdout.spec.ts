@@ -72,6 +72,69 @@ describe('the default logger on a stdout pipe', () => {
     expect(lines.map((l) => (JSON.parse(l) as { i: number }).i)).toEqual([...Array(3000).keys()]);
   });
 
+  it("never cuts another writer's lines, nor its own, behind a slow reader", async () => {
+    // The logger's lines (~300 B) and, every tenth, one of the process's own through
+    // process.stdout, while the reader takes nothing for 500 ms; the process then ends on its own.
+    const c = child(`
+      const logger = createLogger();
+      let i = 0;
+      const step = () => {
+        for (let k = 0; k < 50 && i < 3000; k++, i++) {
+          logger.info('stream', { i, streamId: 'x'.repeat(200) });
+          if (i % 10 === 0) process.stdout.write('EMB ' + i + ' ' + 'b'.repeat(80) + ' END\\n');
+        }
+        if (i < 3000) setTimeout(step, 5);
+        else setTimeout(() => undefined, 1500);
+      };
+      step();
+    `);
+    await sleep(500);
+    c.read();
+    expect(await c.exit).toBe(0);
+    await c.ended;
+    const lines = c.text().split('\n');
+    expect(lines.pop()).toBe('');
+    const cut = lines.filter((l) => !/^EMB \d+ b{80} END$/.test(l) && !/^\{.*\}$/.test(l));
+    expect(cut).toEqual([]);
+    const logged = lines.filter((l) => l.startsWith('{')).map((l) => (JSON.parse(l) as { i: number }).i);
+    expect(logged).toEqual([...Array(3000).keys()]);
+    expect(lines.filter((l) => l.startsWith('EMB'))).toHaveLength(300);
+  }, 20_000);
+
+  it('writes only whole lines at exit to a reader slower than LOG_EXIT_WAIT_MS, and counts the rest on stderr', async () => {
+    const c = child(`
+      const logger = createLogger();
+      for (let i = 0; i < 3000; i++) logger.info('line', { i, filler: 'x'.repeat(250) });
+      process.exit(0);
+    `);
+    await sleep(2000);
+    c.read();
+    await c.exit;
+    await c.ended;
+    const lines = c.text().split('\n');
+    expect(lines.pop()).toBe('');
+    const got = lines.map((l) => (JSON.parse(l) as { i: number }).i);
+    expect(got).toEqual([...Array(got.length).keys()]);
+    const told = /tidegate: (\d+) log lines not written: stdout's reader took none for 1000 ms at exit\n/.exec(c.stderr());
+    expect(told).not.toBeNull();
+    expect(got.length + Number(told?.[1])).toBe(3000);
+  }, 10_000);
+
+  it('writes its lines through process.stdout in a worker thread, which has no descriptor', async () => {
+    const c = child(`
+      const { Worker } = require('node:worker_threads');
+      new Worker(\`
+        const { createLogger } = require(\${JSON.stringify(${JSON.stringify(LOGGER)})});
+        const logger = createLogger();
+        for (let i = 0; i < 3; i++) logger.info('from a worker', { i });
+      \`, { eval: true });
+    `);
+    c.read();
+    expect(await c.exit).toBe(0);
+    await c.ended;
+    expect(c.text().split('\n').filter(Boolean).map((l) => (JSON.parse(l) as { i: number }).i)).toEqual([0, 1, 2]);
+  });
+
   it('writes the lines logged during exit, after the exit hook', async () => {
     const c = child(`
       const logger = createLogger();

@@ -1,4 +1,4 @@
-import { writeSync } from 'node:fs';
+import { fstatSync, writeSync } from 'node:fs';
 import winston from 'winston';
 import type Transport from 'winston-transport';
 import { ConfigError } from './config/load';
@@ -21,13 +21,16 @@ export interface LoggerOptions {
  * Lines leave stdout in batches: a line waits at most {@link LOG_FLUSH_MS} ms, or until
  * {@link LOG_FLUSH_BYTES} bytes of lines wait (one write per stream cost more CPU than any other
  * piece of a stream's set-up bookkeeping). They are written to stdout's descriptor directly, never
- * blocking: what a full pipe does not take waits in a backlog of at most
- * {@link LOG_BACKLOG_BYTES} bytes, tried again every {@link LOG_RETRY_MS} ms. While the backlog is
- * full, new lines are dropped and counted; a `log lines dropped` line (level `warn`, field
- * `dropped`) says how many once there is room. At `process.exit` the backlog and the waiting lines
- * are written, waiting up to {@link LOG_EXIT_WAIT_MS} ms for a slow reader, and so is every line
- * logged after it. A stdout whose reader is gone (`EPIPE`) costs the lines, not the process: one
- * line on stderr says so.
+ * blocking; on a pipe in writes of whole lines of at most {@link PIPE_ATOMIC_BYTES} bytes, which
+ * the kernel takes whole or not at all, and only while `process.stdout` holds nothing unwritten,
+ * so neither the logger's lines nor other writers' are cut. What a full pipe does not take waits
+ * in a backlog of at most {@link LOG_BACKLOG_BYTES} bytes, tried again every {@link LOG_RETRY_MS}
+ * ms. While the backlog is full, new lines are dropped and counted; a `log lines dropped` line
+ * (level `warn`, field `dropped`) says how many once there is room. At `process.exit` the backlog
+ * and the waiting lines are written, waiting up to {@link LOG_EXIT_WAIT_MS} ms for a slow reader,
+ * and so is every line logged after it; lines still unwritten then are counted on stderr. A
+ * stdout whose reader is gone (`EPIPE`) costs the lines, not the process: one line on stderr says
+ * so. Where stdout has no descriptor (a worker thread), lines go through `process.stdout.write`.
  *
  * Throws {@link ConfigError} for a level that is not one of winston's npm levels (`error`, `warn`,
  * `info`, `http`, `verbose`, `debug`, `silly`, lower case), which winston would take for "log
@@ -130,6 +133,8 @@ export const LOG_BACKLOG_BYTES = 4 * 1024 * 1024;
 export const LOG_RETRY_MS = 10;
 /** How long the writes at exit wait for a full pipe's reader, in ms all told, before they give the lines up. */
 export const LOG_EXIT_WAIT_MS = 1000;
+/** Bytes a pipe takes whole or not at all (POSIX `PIPE_BUF` on Linux): the most one write to a pipe carries. */
+export const PIPE_ATOMIC_BYTES = 4096;
 
 /** Lines waiting to be written, shared by every {@link StdoutLines}; `pendingLength` is their length in code units. */
 let pending: string[] = [];
@@ -147,6 +152,9 @@ let exitDeadline = 0;
 /** stdout failed (`EPIPE`: its reader is gone); nothing more is written to it. */
 let stdoutBroken = false;
 let hooked = false;
+/** stdout's descriptor, and whether it is a pipe (or socket): found on the first write. */
+let stdoutFd: number | undefined;
+let stdoutIsPipe = false;
 const pause = new Int32Array(new SharedArrayBuffer(4));
 
 /** Hooks the process once: the exit's write, and stdout's errors (unhandled, an `EPIPE` would end the process). */
@@ -160,6 +168,16 @@ function hookProcess(): void {
   });
   // Also makes Node open stdout, which puts a pipe in non-blocking mode: a write never stalls the event loop.
   process.stdout.on('error', (err: NodeJS.ErrnoException) => stdoutFailed(err.code ?? err.message));
+  const fd = (process.stdout as { fd?: unknown }).fd;
+  if (typeof fd === 'number') {
+    stdoutFd = fd;
+    try {
+      const stat = fstatSync(fd);
+      stdoutIsPipe = stat.isFIFO() || stat.isSocket();
+    } catch {
+      stdoutIsPipe = true; // unknown: the careful way
+    }
+  }
 }
 
 function stdoutFailed(why: string): void {
@@ -181,21 +199,49 @@ function flushLines(): void {
     flushTimer = undefined;
   }
   if (pending.length === 0 && !exiting) return;
-  const lines = pending.length;
-  const text = pending.join('');
+  const lines = pending;
   pending = [];
   pendingLength = 0;
   if (stdoutBroken) return;
-  if (backlogBytes > LOG_BACKLOG_BYTES) dropped += lines;
-  else if (lines > 0) {
-    const bytes = Buffer.from(text);
-    backlog.push(bytes);
-    backlogBytes += bytes.length;
+  if (stdoutFd === undefined) {
+    // No descriptor (a worker thread's stdout is a stream to the main thread): the stream's own way.
+    if (lines.length > 0) process.stdout.write(lines.join(''));
+    return;
   }
+  if (backlogBytes > LOG_BACKLOG_BYTES) dropped += lines.length;
+  else if (lines.length > 0) queue(lines);
   writeBacklog();
 }
 
-/** Writes the backlog to stdout until it is empty or the pipe is full (when exiting: waits for the pipe, up to {@link LOG_EXIT_WAIT_MS}). */
+/** Adds `lines` to the backlog: on a pipe in chunks of whole lines of at most {@link PIPE_ATOMIC_BYTES} bytes (a longer line is a chunk of its own). */
+function queue(lines: string[]): void {
+  if (!stdoutIsPipe) return push(Buffer.from(lines.join('')));
+  let chunk: string[] = [];
+  let chunkBytes = 0;
+  for (const line of lines) {
+    const bytes = Buffer.byteLength(line);
+    if (chunkBytes > 0 && chunkBytes + bytes > PIPE_ATOMIC_BYTES) {
+      push(Buffer.from(chunk.join('')));
+      chunk = [];
+      chunkBytes = 0;
+    }
+    chunk.push(line);
+    chunkBytes += bytes;
+  }
+  if (chunk.length > 0) push(Buffer.from(chunk.join('')));
+}
+
+function push(bytes: Buffer): void {
+  backlog.push(bytes);
+  backlogBytes += bytes.length;
+}
+
+/**
+ * Writes the backlog to stdout until it is empty or stdout cannot take more now: the pipe is full,
+ * or `process.stdout` holds another writer's bytes unwritten (a line of theirs may be half out).
+ * When exiting it waits for the pipe, until {@link exitDeadline}; what is left then is counted on
+ * stderr.
+ */
 function writeBacklog(): void {
   if (retryTimer !== undefined) {
     clearTimeout(retryTimer);
@@ -204,30 +250,47 @@ function writeBacklog(): void {
   for (;;) {
     if (backlog.length === 0) {
       if (dropped === 0 || stdoutBroken) return;
-      const notice = Buffer.from(`{"dropped":${dropped},"level":"warn","message":"log lines dropped","timestamp":"${new Date().toISOString()}"}\n`);
+      push(Buffer.from(`{"dropped":${dropped},"level":"warn","message":"log lines dropped","timestamp":"${new Date().toISOString()}"}\n`));
       dropped = 0;
-      backlog.push(notice);
-      backlogBytes += notice.length;
     }
     const head = backlog[0] as Buffer;
-    let written: number;
+    let written = 0;
+    // A partial write of another writer's bytes is finished by libuv on a later turn: never cut in.
+    if (!exiting && process.stdout.writableLength > 0) return retryLater();
     try {
-      written = writeSync(process.stdout.fd, head);
+      written = writeSync(stdoutFd as number, head);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code !== 'EAGAIN') return stdoutFailed(code ?? String(err));
-      if (exiting) {
-        if (Date.now() >= exitDeadline) return;
-        Atomics.wait(pause, 0, 0, 5);
-        continue;
-      }
-      retryTimer = setTimeout(writeBacklog, LOG_RETRY_MS);
-      retryTimer.unref();
-      return;
+    }
+    if (written === 0) {
+      if (!exiting) return retryLater();
+      if (Date.now() >= exitDeadline) return unwrittenAtExit();
+      Atomics.wait(pause, 0, 0, 5);
+      continue;
     }
     backlogBytes -= written;
     if (written < head.length) backlog[0] = head.subarray(written);
     else backlog.shift();
+  }
+}
+
+function retryLater(): void {
+  retryTimer = setTimeout(writeBacklog, LOG_RETRY_MS);
+  retryTimer.unref();
+}
+
+/** Says on stderr how many lines the exit could not write (a reader that took none for {@link LOG_EXIT_WAIT_MS} ms). */
+function unwrittenAtExit(): void {
+  let lines = dropped;
+  for (const chunk of backlog) for (const byte of chunk) if (byte === 0x0a) lines++;
+  backlog = [];
+  backlogBytes = 0;
+  dropped = 0;
+  try {
+    writeSync(process.stderr.fd, `tidegate: ${lines} log lines not written: stdout's reader took none for ${LOG_EXIT_WAIT_MS} ms at exit\n`);
+  } catch {
+    // stderr gone as well.
   }
 }
 
