@@ -42,6 +42,8 @@ export class SseSession implements Subscription {
   private parserHeld: (() => number) | undefined;
   private backoffTimer: NodeJS.Timeout | undefined;
   private idleTimer: SocketDeadline | undefined;
+  /** This attempt's error body is being read by a `text()` that times its silence (see {@link SseAnswer.textTimesSilence}). */
+  private readingErrorBody = false;
   private lastEventId: string;
   private readonly reconnection: Reconnection;
   private connections = 0;
@@ -123,6 +125,7 @@ export class SseSession implements Subscription {
     }
     const gen = ++this.generation;
     this.state = 'connecting';
+    this.readingErrorBody = false;
     // A dropped connection's partial event is discarded (§9.2.6): no longer held.
     this.parserHeld = undefined;
     const controller = new AbortController();
@@ -169,6 +172,11 @@ export class SseSession implements Subscription {
     const retryable = status === 429 || (status >= 500 && status < 600);
     const retryAfter = retryable ? parseRetryAfter(response.headers.get('retry-after')) : undefined;
     const allow = status === 405 ? (response.headers.get('allow') ?? undefined) : undefined;
+    if (response.textTimesSilence === true) {
+      // The answer came: from here text() times the error body's silence itself.
+      this.readingErrorBody = true;
+      this.clearIdle();
+    }
     void response.text(this.options.maxErrorBodyBytes).then((text) => this.onErrorResponse(gen, new SseHttpError(status, text, contentType, retryAfter, allow), retryable));
   }
 
@@ -309,7 +317,7 @@ export class SseSession implements Subscription {
   private updateIdle(): void {
     const ms = this.options.idleTimeoutMs;
     if (ms === undefined) return;
-    const expecting = (this.state === 'connecting' && this.options.idleBeforeAnswer) || (this.state === 'streaming' && this.demand > 0);
+    const expecting = (this.state === 'connecting' && this.options.idleBeforeAnswer && !this.readingErrorBody) || (this.state === 'streaming' && this.demand > 0);
     if (!expecting) {
       this.clearIdle();
       return;
@@ -336,6 +344,7 @@ export class SseSession implements Subscription {
   /** Takes the current connection's handles: later signals from it are ignored. */
   private detachConnection(): { inner: Subscription | undefined; controller: AbortController | undefined; tap: BodyTap | undefined } {
     this.generation++;
+    this.readingErrorBody = false;
     this.clearIdle();
     const taken = { inner: this.inner, controller: this.controller, tap: this.tap };
     this.inner = undefined;

@@ -23,6 +23,12 @@ export interface SseAnswer {
   body(): Flow<Uint8Array>;
   /** The first `maxBytes` of the body as UTF-8 text ('' if it breaks); the response is released after. */
   text(maxBytes: number): Promise<string>;
+  /**
+   * `text()` itself ends at a silence of the attempt's `idleTimeoutMs` (else its first-byte
+   * timeout) with what arrived; the session's idle timer then stops at the answer. Absent: the
+   * session's timer keeps bounding the read.
+   */
+  readonly textTimesSilence?: boolean;
   /** Releases the response without reading it. */
   release(): void;
 }
@@ -45,6 +51,7 @@ export function defaultSseAgent(url: URL): http.Agent {
  * typed network errors that never carry the URL.
  */
 export function httpTransport(options: { agent: http.Agent | undefined; connectTimeoutMs: number; firstByteTimeoutMs: number; idleTimeoutMs?: number | undefined; followRedirects: FollowRedirects; route?: string | undefined }): SseTransport {
+  const textTimesSilence = (options.idleTimeoutMs ?? 0) > 0 || options.firstByteTimeoutMs > 0;
   return (request, signal) =>
     sendUpstream({
       url: request.url.href,
@@ -60,5 +67,5 @@ export function httpTransport(options: { agent: http.Agent | undefined; connectT
       idleTimedByEvents: true,
       followRedirects: options.followRedirects,
       route: options.route,
-    });
+    }).then((answer) => ({ ...answer, textTimesSilence }));
 }
