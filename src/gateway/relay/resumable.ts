@@ -4,7 +4,7 @@ import { Flow } from '../../flow/flow';
 import type { Subscriber, Subscription } from '../../flow/types';
 import type { SseEvent } from '../../sse/codec/parser';
 import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_FIRST_BYTE_TIMEOUT_MS, is3xx, unfollowedRedirect, type FollowRedirects } from '../../http/call';
-import { UpstreamHttpError, UpstreamNotStreamError, UpstreamRedirectError, UpstreamResetError, upstreamOf } from '../../http/errors';
+import { MAX_ERROR_BODY_BYTES, UpstreamBodyTooLargeError, UpstreamHttpError, UpstreamNotStreamError, UpstreamRedirectError, UpstreamResetError, upstreamOf } from '../../http/errors';
 import { retryDelayMs } from '../../http/retry';
 import type { AbortSignalLike } from '../../http/abort-signal-like';
 
@@ -123,6 +123,8 @@ export function openResumableStream(request: ResumableRequest): Promise<Flow<Sse
       firstByteTimeoutMs: request.firstByteTimeoutMs ?? DEFAULT_FIRST_BYTE_TIMEOUT_MS,
       followRedirects: request.followRedirects ?? false,
       maxEventBytes: request.maxEventBytes,
+      // One byte past the error-body bound: a longer body is refused (mapError), as on every route.
+      maxErrorBodyBytes: MAX_ERROR_BODY_BYTES + 1,
       maxLineBytes: request.maxLineBytes,
       attachHeld: request.attachHeld,
       isTerminal: request.isTerminal,
@@ -218,6 +220,7 @@ function mapError(err: unknown, route?: string, follow?: FollowRedirects): unkno
   if (err instanceof UpstreamRedirectError) return new UpstreamRedirectError(err.upstreamStatus, route, err.reason);
   // A 2xx that opened no stream (not `text/event-stream`, or not a 200): its body is no answer to relay.
   if (err instanceof SseHttpError && err.status >= 200 && err.status <= 299) return new UpstreamNotStreamError(err.status, err.contentType, route);
+  if (err instanceof SseHttpError && Buffer.byteLength(err.body) > MAX_ERROR_BODY_BYTES) return new UpstreamBodyTooLargeError(err.status, MAX_ERROR_BODY_BYTES, route);
   if (err instanceof SseHttpError) return new UpstreamHttpError(err.status, err.body, err.contentType, err.retryAfterMs, err.allow);
   if (err instanceof SseConnectionError) {
     // The last connection's own failure, typed and worded by the HTTP stack as on every route

@@ -4,8 +4,8 @@ import { startTestGateway, type TestGateway } from './helpers';
 
 /**
  * An upstream error answer whose body goes silent is relayed with its status once the body was
- * silent for `idleMs` (`firstByteMs` when `idleMs` is 0), on every passthrough route: a
- * resumable one too, whose attempts go through the SSE client.
+ * silent for `idleMs` (`firstByteMs` when `idleMs` is 0), and one over 64 KiB is refused, on
+ * every passthrough route: a resumable one too, whose attempts go through the SSE client.
  */
 
 let upstream: http.Server;
@@ -13,9 +13,14 @@ let base: string;
 const gateways: TestGateway[] = [];
 
 beforeAll(async () => {
-  // A 500 announcing 200 bytes of body, and none of them.
+  // A 500 announcing 200 bytes of body, and none of them; under /large/, a 400 with 70,000 bytes.
   upstream = http.createServer((req, res) => {
     req.resume();
+    if ((req.url ?? '').startsWith('/large/')) {
+      res.writeHead(400, { 'content-type': 'application/json' });
+      res.end(`{"error":"${'x'.repeat(70_000)}"}`);
+      return;
+    }
     res.writeHead(500, { 'content-type': 'application/json', 'content-length': '200' });
     res.flushHeaders();
   });
@@ -34,6 +39,8 @@ async function gatewayWith(timeouts: Record<string, number>): Promise<TestGatewa
     routes: [
       { path: '/pt', provider: 'passthrough', url: `${base}/pt` },
       { path: '/rpt', provider: 'passthrough', url: `${base}/rpt`, resumable: true },
+      { path: '/large/pt', provider: 'passthrough', url: `${base}/large/pt` },
+      { path: '/large/rpt', provider: 'passthrough', url: `${base}/large/rpt`, resumable: true },
     ],
   });
   gateways.push(t);
@@ -69,5 +76,14 @@ describe('an upstream error body that goes silent', () => {
     expect(status).toBe(500);
     expect(ms).toBeGreaterThanOrEqual(350);
     expect(ms).toBeLessThan(4000);
+  });
+});
+
+describe('an upstream error body over 64 KiB', () => {
+  it.each(['/large/pt', '/large/rpt'])('%s: is refused with 502 ERR_TIDEGATE_UPSTREAM_BODY_TOO_LARGE, not relayed cut', async (path) => {
+    const t = await gatewayWith({ idleMs: 2000, firstByteMs: 2000 });
+    const res = await fetch(`${t.gateway.url}${path}`);
+    expect(res.status).toBe(502);
+    expect(JSON.parse(await res.text())).toMatchObject({ error: { code: 'ERR_TIDEGATE_UPSTREAM_BODY_TOO_LARGE' } });
   });
 });
