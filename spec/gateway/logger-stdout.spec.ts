@@ -115,7 +115,7 @@ describe('the default logger on a stdout pipe', () => {
     expect(lines.pop()).toBe('');
     const got = lines.map((l) => (JSON.parse(l) as { i: number }).i);
     expect(got).toEqual([...Array(got.length).keys()]);
-    const told = /tidegate: (\d+) log lines not written: stdout's reader took none for 1000 ms at exit\n/.exec(c.stderr());
+    const told = /tidegate: (\d+) log lines not written: stdout's reader did not take them within 1000 ms of exit\n/.exec(c.stderr());
     expect(told).not.toBeNull();
     expect(got.length + Number(told?.[1])).toBe(3000);
   }, 10_000);

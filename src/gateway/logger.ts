@@ -152,7 +152,7 @@ let exitDeadline = 0;
 /** stdout failed (`EPIPE`: its reader is gone); nothing more is written to it. */
 let stdoutBroken = false;
 let hooked = false;
-/** stdout's descriptor, and whether it is a pipe (or socket): found on the first write. */
+/** stdout's descriptor (none in a worker thread), and whether it is a pipe or a socket: found as the process is hooked. */
 let stdoutFd: number | undefined;
 let stdoutIsPipe = false;
 const pause = new Int32Array(new SharedArrayBuffer(4));
@@ -280,7 +280,7 @@ function retryLater(): void {
   retryTimer.unref();
 }
 
-/** Says on stderr how many lines the exit could not write (a reader that took none for {@link LOG_EXIT_WAIT_MS} ms). */
+/** Says on stderr how many lines the exit could not write within {@link LOG_EXIT_WAIT_MS} ms. */
 function unwrittenAtExit(): void {
   let lines = dropped;
   for (const chunk of backlog) for (const byte of chunk) if (byte === 0x0a) lines++;
@@ -288,7 +288,7 @@ function unwrittenAtExit(): void {
   backlogBytes = 0;
   dropped = 0;
   try {
-    writeSync(process.stderr.fd, `tidegate: ${lines} log lines not written: stdout's reader took none for ${LOG_EXIT_WAIT_MS} ms at exit\n`);
+    writeSync(process.stderr.fd, `tidegate: ${lines} log lines not written: stdout's reader did not take them within ${LOG_EXIT_WAIT_MS} ms of exit\n`);
   } catch {
     // stderr gone as well.
   }
