@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { startTestGateway, type TestGateway } from './helpers';
 
 /**
- * An upstream error answer with no body to relay (none came, only whitespace, or it broke while it was decoded)
+ * An upstream error answer with no body to relay (none came, only whitespace or control characters, or it broke while it was decoded)
  * reaches the client with the upstream's status and `Retry-After`, and the provider's error
  * shape in place of the body, so an SDK raises an error with a message rather than an empty one.
  */
@@ -21,6 +21,10 @@ beforeAll(async () => {
     } else if (kind === 'blank') {
       res.writeHead(400, { 'content-type': 'application/json' });
       res.end(' \r\n\t  \n');
+    } else if (kind === 'control') {
+      // NULs, a record separator and a byte that is no UTF-8.
+      res.writeHead(400, { 'content-type': 'application/json' });
+      res.end(Buffer.from([0, 0, 0, 0x1e, 0x85]));
     } else {
       // A gzip header, then bytes no inflater takes.
       res.writeHead(400, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
@@ -29,7 +33,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
   const url = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
-  const routes = ['empty', 'blank', 'corrupt'].flatMap((kind) => [
+  const routes = ['empty', 'blank', 'control', 'corrupt'].flatMap((kind) => [
     { path: `/${kind}/v1/chat/completions`, provider: 'openai', api: 'chat', url: `${url}/${kind}/v1/chat/completions` },
     { path: `/${kind}/v1/messages`, provider: 'anthropic', api: 'messages', url: `${url}/${kind}/v1/messages` },
   ]);
@@ -66,6 +70,12 @@ describe('an upstream error answer without a body to relay', () => {
 
   it.each([true, false])('a 400 whose body is only whitespace reaches an OpenAI client in its error shape (stream: %p)', async (stream) => {
     const { status, json } = await post('/blank/v1/chat/completions', stream);
+    expect(status).toBe(400);
+    expect(json).toEqual({ error: { message: 'upstream answered HTTP 400', type: 'tidegate_error', code: 'ERR_TIDEGATE_UPSTREAM_STATUS', param: null } });
+  });
+
+  it.each([true, false])('a 400 whose body is only control characters and undecodable bytes reaches an OpenAI client in its error shape (stream: %p)', async (stream) => {
+    const { status, json } = await post('/control/v1/chat/completions', stream);
     expect(status).toBe(400);
     expect(json).toEqual({ error: { message: 'upstream answered HTTP 400', type: 'tidegate_error', code: 'ERR_TIDEGATE_UPSTREAM_STATUS', param: null } });
   });
