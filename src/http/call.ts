@@ -381,8 +381,7 @@ export class UpstreamCall implements SizedReadCall {
     }
     this.firstByte();
     try {
-      const idleMs = this.request.idleTimeoutMs || (this.request.firstByteTimeoutMs ?? DEFAULT_FIRST_BYTE_TIMEOUT_MS);
-      return bodyText(await readBounded(source, { maxBytes, truncate: true, tooLarge: () => undefined, idleMs, idled: () => undefined }), response);
+      return bodyText(await readBounded(source, { maxBytes, truncate: true, tooLarge: () => undefined, idleMs: this.errorBodySilenceMs(), idled: () => undefined }), response);
     } catch {
       return ''; // a broken error body: the status says enough
     } finally {
@@ -411,7 +410,7 @@ export class UpstreamCall implements SizedReadCall {
         this.abort(error);
         return error;
       },
-      idleMs: silence === 'partial' ? this.request.idleTimeoutMs || (this.request.firstByteTimeoutMs ?? DEFAULT_FIRST_BYTE_TIMEOUT_MS) : this.request.idleTimeoutMs,
+      idleMs: silence === 'partial' ? this.errorBodySilenceMs() : this.request.idleTimeoutMs,
       idled: (ms) => {
         if (silence === 'partial') return undefined;
         const error = new TimeoutError('idle', ms);
@@ -441,6 +440,11 @@ export class UpstreamCall implements SizedReadCall {
     }
     if (this.signal.aborted) throw this.signal.reason;
     return text;
+  }
+
+  /** The silence after which an error answer's body is cut where it stands, ms: the request's `idleTimeoutMs`, else its first-byte timeout (0: none). */
+  private errorBodySilenceMs(): number {
+    return this.request.idleTimeoutMs || (this.request.firstByteTimeoutMs ?? DEFAULT_FIRST_BYTE_TIMEOUT_MS);
   }
 
   /** The first body byte arrived: the first-byte deadline is met. */

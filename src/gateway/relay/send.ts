@@ -138,23 +138,23 @@ function methodList(allow: string): string {
     .join(', ');
 }
 
+/** An error body with nothing to read: whitespace, control characters (NUL, U+0085 …) and U+FFFD only, or none. */
+const UNREADABLE_BODY = /^[\s\p{Cc}\ufffd]*$/u;
+
 /**
  * An upstream's HTTP error relayed: its status and `Retry-After`, and its body, `Content-Type` and
  * a 405's `Allow` through `scrub` (an upstream may echo a key anywhere; without a scrubber none of
  * the three is relayed). The body goes back in the charset it was read in where Node writes it (a
  * latin-1 page byte for byte), else in UTF-8 under a `Content-Type` that says so. An answer with
- * no body to relay (none came, or it could not be read or decoded) gets the provider's error
- * shape from `adapter` instead, with the upstream's status, so a client's SDK has a message.
+ * no body to relay (none came, nothing readable came, or it could not be read or decoded) gets
+ * the provider's error shape from `adapter` instead, with the upstream's status, so a client's
+ * SDK has a message.
  */
-/** An error body with nothing to read: whitespace, control characters (NUL, U+0085 …) and U+FFFD only, or none. */
-const UNREADABLE_BODY = /^[\s\p{Cc}\ufffd]*$/u;
-
 function sendUpstreamHttpError(res: StreamContext['res'], err: UpstreamHttpError, scrub: Scrubber | undefined, adapter: ProviderAdapter): void {
   res.status(err.status);
   if (err.retryAfterMs !== undefined) res.setHeader('Retry-After', String(Math.ceil(err.retryAfterMs / 1000)));
   const allow = scrub === undefined || err.allow === undefined ? '' : methodList(scrub.string(err.allow));
   if (allow !== '') res.setHeader('Allow', allow);
-  // Nothing a client could read (none, or only whitespace, control characters and undecodable bytes): the provider's error shape instead.
   if (UNREADABLE_BODY.test(err.body)) {
     adapter.sendHttpError(res, err);
     return;
