@@ -22,6 +22,24 @@ function child(script: string): { stdout: NodeJS.ReadableStream & { destroy(): v
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** A child that logs 3,000 lines of ~300 bytes (about 0.9 MB, many pipe buffers) in one turn, then exits. */
+const LOG_3000_AND_EXIT = `
+  const logger = createLogger();
+  for (let i = 0; i < 3000; i++) logger.info('line', { i, filler: 'x'.repeat(250) });
+  process.exit(0);
+`;
+
+/** Starts reading `c`'s stdout after `readAfterMs`, and resolves once it exited, with the lines it wrote (each ended by a newline). */
+async function linesAfterExit(c: ReturnType<typeof child>, readAfterMs: number): Promise<string[]> {
+  await sleep(readAfterMs);
+  c.read();
+  await c.exit;
+  await c.ended;
+  const lines = c.text().split('\n');
+  expect(lines.pop()).toBe('');
+  return lines;
+}
+
 describe('the default logger on a stdout pipe', () => {
   it('keeps the process running when the pipe reader leaves (EPIPE), saying so once on stderr', async () => {
     // Logs a line every 5 ms for 400 ms, then prints a marker on stderr and exits 0.
@@ -57,18 +75,7 @@ describe('the default logger on a stdout pipe', () => {
   });
 
   it('writes every waiting line at exit, whole, to a reader slower than the pipe', async () => {
-    // 3,000 lines of ~300 bytes (about 0.9 MB, many pipe buffers) logged in one turn, then exit.
-    const c = child(`
-      const logger = createLogger();
-      for (let i = 0; i < 3000; i++) logger.info('line', { i, filler: 'x'.repeat(250) });
-      process.exit(0);
-    `);
-    await sleep(300);
-    c.read();
-    await c.exit;
-    await c.ended;
-    const lines = c.text().split('\n');
-    expect(lines.pop()).toBe('');
+    const lines = await linesAfterExit(child(LOG_3000_AND_EXIT), 300);
     expect(lines.map((l) => (JSON.parse(l) as { i: number }).i)).toEqual([...Array(3000).keys()]);
   });
 
@@ -102,17 +109,8 @@ describe('the default logger on a stdout pipe', () => {
   }, 20_000);
 
   it('writes only whole lines at exit to a reader slower than LOG_EXIT_WAIT_MS, and counts the rest on stderr', async () => {
-    const c = child(`
-      const logger = createLogger();
-      for (let i = 0; i < 3000; i++) logger.info('line', { i, filler: 'x'.repeat(250) });
-      process.exit(0);
-    `);
-    await sleep(2000);
-    c.read();
-    await c.exit;
-    await c.ended;
-    const lines = c.text().split('\n');
-    expect(lines.pop()).toBe('');
+    const c = child(LOG_3000_AND_EXIT);
+    const lines = await linesAfterExit(c, 2000);
     const got = lines.map((l) => (JSON.parse(l) as { i: number }).i);
     expect(got).toEqual([...Array(got.length).keys()]);
     const told = /tidegate: (\d+) log lines not written: stdout's reader did not take them within 1000 ms of exit\n/.exec(c.stderr());
