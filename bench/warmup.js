@@ -86,10 +86,11 @@ async function oneRun() {
   const port = await procs.freePort();
   const upstreamUrl = `http://127.0.0.1:${upPort}`;
   let proxy;
+  let tmpDir;
   if (BASELINES.includes(target)) {
     proxy = procs.start(target, process.execPath, [path.join(ROOT, 'bench/baselines.js'), '--mode', target, '--port', String(port), '--upstream', upstreamUrl]);
   } else {
-    const tmpDir = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'tidegate-warmup-'));
+    tmpDir = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'tidegate-warmup-'));
     const c = tidegateCommand({ port, upstreamUrl, config: { limits: BENCH_LIMITS }, tmpDir });
     proxy = procs.start(target, c.cmd, c.args, { env: c.env });
   }
@@ -107,6 +108,7 @@ async function oneRun() {
   }
   await procs.stop(proxy);
   await procs.stop(upstream);
+  if (tmpDir !== undefined) fs.rmSync(tmpDir, { recursive: true, force: true });
   return { row, failed };
 }
 
