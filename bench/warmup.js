@@ -7,7 +7,9 @@
 //
 // Usage: node bench/warmup.js [--target tidegate-pass|tidegate-openai|tidegate-responses|naive|pipeline|hpm]
 //                             [--windows 8] [--window 1000] [--concurrency 20] [--runs 2]
-// Linux only (/proc). Prints one line per run: the target, then main/process ms per stream by window.
+//                             [--warmup-streams N]   (tidegate: its own warm-up before it listens; default 0)
+// Linux only (/proc). Prints one line per run: how long the proxy took to listen, then main/process
+// ms per stream by window.
 const fs = require('node:fs');
 const http = require('node:http');
 const net = require('node:net');
@@ -26,6 +28,7 @@ const windows = Number(flag('--windows', 8));
 const windowSize = Number(flag('--window', 1000));
 const concurrency = Number(flag('--concurrency', 20));
 const runs = Number(flag('--runs', 2));
+const warmupStreams = Number(flag('--warmup-streams', 0));
 const PATHS = { 'tidegate-pass': '/sse', 'tidegate-openai': '/v1/chat/completions', 'tidegate-responses': '/v1/responses' };
 const BASELINES = ['naive', 'pipeline', 'hpm'];
 if (!PATHS[target] && !BASELINES.includes(target)) {
@@ -91,10 +94,12 @@ async function oneRun() {
     proxy = procs.start(target, process.execPath, [path.join(ROOT, 'bench/baselines.js'), '--mode', target, '--port', String(port), '--upstream', upstreamUrl]);
   } else {
     tmpDir = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'tidegate-warmup-'));
-    const c = tidegateCommand({ port, upstreamUrl, config: { limits: BENCH_LIMITS }, tmpDir });
+    const c = tidegateCommand({ port, upstreamUrl, config: { limits: BENCH_LIMITS, warmup: { streams: warmupStreams } }, tmpDir });
     proxy = procs.start(target, c.cmd, c.args, { env: c.env });
   }
-  await procs.waitForPort(port, 10000, proxy);
+  const spawnedAt = performance.now();
+  await procs.waitForPort(port, 30000, proxy);
+  const startMs = Math.round(performance.now() - spawnedAt);
   const pid = proxy.pid;
   const row = [];
   let failed = 0;
@@ -109,15 +114,15 @@ async function oneRun() {
   await procs.stop(proxy);
   await procs.stop(upstream);
   if (tmpDir !== undefined) fs.rmSync(tmpDir, { recursive: true, force: true });
-  return { row, failed };
+  return { row, failed, startMs };
 }
 
 (async () => {
   procs.installHooks();
-  console.log(`${target}: main/process CPU ms per stream, windows of ${windowSize} streams, ${concurrency} at a time`);
+  console.log(`${target}${PATHS[target] ? ` (warm-up ${warmupStreams} streams)` : ''}: main/process CPU ms per stream, windows of ${windowSize} streams, ${concurrency} at a time`);
   for (let r = 0; r < runs; r++) {
-    const { row, failed } = await oneRun();
-    console.log(`run ${r + 1}: ${row.join('  ')}${failed ? `  (${failed} streams failed)` : ''}`);
+    const { row, failed, startMs } = await oneRun();
+    console.log(`run ${r + 1}: listening after ${startMs} ms; ${row.join('  ')}${failed ? `  (${failed} streams failed)` : ''}`);
   }
   process.exit(0);
 })().catch((err) => {

@@ -318,6 +318,7 @@ function setupSection(res, out) {
       : 'Each run starts every proxy anew and runs the rates in order: the rows are a fresh process\'s first streams.',
     '',
   );
+  if (rowsOf(S, 'SETUP').some(([n]) => n.endsWith('~no warm-up'))) out.push('The tidegate rows are the `tidegate` command as shipped: before it listens it relays `warmup.streams` streams (default 2,000) through its own routes against upstreams of its own ([gateway.md](gateway.md#warm-up)), and each run waits for it to listen. Its "(no warm-up)" rows run the same build with `warmup.streams: 0`.', '');
   out.push('CPU ms/stream = the proxy\'s CPU over the whole rate step / streams opened (set-up, two events, teardown), all its threads. Main thread ms/stream = the same for its main thread alone: a Node proxy\'s requests queue behind it, so near saturation its TTFB follows this figure.', '');
   const every = (y) => (y.ttfbP99Runs && y.ttfbP99Runs.length > 1 ? y.ttfbP99Runs.map(ms).join(' / ') : '–');
   const rows = [];

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
 import { redactUrlAsGiven } from '../http/redact';
-import { API_SPECS, ConfigError, DEFAULT_APIS, loadConfig } from './config';
+import { API_SPECS, ConfigError, DEFAULT_APIS, DEFAULT_WARMUP_STREAMS, loadConfig } from './config';
 import { ENV_OVERRIDES } from './config/env';
 import { createLogger } from './logger';
 import { startGateway } from './server';
@@ -20,6 +20,7 @@ const FLAG_LINES = `  --config FILE              YAML or JSON configuration (als
   --kernel-unsent-bytes N    unsent bytes the kernel keeps per client socket (default 16384, at most a quarter of the budget; 0 = kernel's)
   --kernel-receive-bytes N   receive buffer of each upstream socket (default 65536; 0 = kernel's)
   --shutdown-grace-ms N      on SIGTERM or SIGINT, let streams finish for N ms (default 10000)
+  --warmup-streams N         streams relayed through the routes before listening (default ${DEFAULT_WARMUP_STREAMS}; 0 = none)
   --cors-origin ORIGIN       let pages on ORIGIN call the gateway (repeatable, * for any; also TIDEGATE_CORS_ORIGINS=a,b)
   --debug-streams            serve GET /debug/streams: each live stream's demand and buffers
   --playground               serve /playground on any address (default: only on a loopback host)
@@ -82,6 +83,7 @@ async function main(): Promise<void> {
     ['stream.kernelUnsentBytes', 'kernel-unsent-bytes', num('kernel-unsent-bytes', values['kernel-unsent-bytes'])],
     ['upstream.kernelReceiveBytes', 'kernel-receive-bytes', num('kernel-receive-bytes', values['kernel-receive-bytes'])],
     ['shutdown.graceMs', 'shutdown-grace-ms', num('shutdown-grace-ms', values['shutdown-grace-ms'])],
+    ['warmup.streams', 'warmup-streams', num('warmup-streams', values['warmup-streams'])],
     ['cors.origins', 'cors-origin', values['cors-origin']],
     ['debug.streams', 'debug-streams', values['debug-streams'] ? true : undefined],
     ['playground.enabled', 'playground', values.playground ? true : undefined],
@@ -94,7 +96,7 @@ async function main(): Promise<void> {
     extraRoutes,
   });
   const logger = createLogger();
-  const gateway = await startGateway(config, { logger });
+  const gateway = await startGateway({ ...config, warmup: { streams: config.warmup.streams ?? DEFAULT_WARMUP_STREAMS } }, { logger });
   let firstSignalAt: number | undefined;
   const stop = (signal: NodeJS.Signals): void => {
     if (firstSignalAt !== undefined) {
@@ -156,6 +158,7 @@ function parseFlags() {
         'kernel-unsent-bytes': { type: 'string' },
         'kernel-receive-bytes': { type: 'string' },
         'shutdown-grace-ms': { type: 'string' },
+        'warmup-streams': { type: 'string' },
         'cors-origin': { type: 'string', multiple: true },
         'debug-streams': { type: 'boolean' },
         playground: { type: 'boolean' },

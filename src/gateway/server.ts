@@ -7,6 +7,7 @@ import type { GatewayConfig } from './config';
 import { deferContinue } from './expect-continue';
 import { applyListenerBounds } from './kernel-bounds';
 import { createLogger, type Logger } from './logger';
+import { warmUp, type WarmupOptions, type WarmupResult } from './warmup';
 
 /** A running gateway. */
 export interface RunningGateway {
@@ -33,7 +34,9 @@ export interface RunningGateway {
 
 /**
  * Starts the standalone gateway: the embedded simulated upstream when `config.upstream.url` is
- * absent, then the HTTP server on `config.host:config.port` (port 0 = ephemeral). When the start
+ * absent, then, with `config.warmup.streams` set, that many streams through the app before it
+ * serves ({@link warmUp}: its log lines silenced, its metrics reset, one `warm-up done` line
+ * after), then the HTTP server on `config.host:config.port` (port 0 = ephemeral). When the start
  * fails (a config the app refuses, a port in use) the embedded simulator is closed again before
  * the error is thrown, and never logged as started.
  */
@@ -47,9 +50,12 @@ export async function startGateway(config: GatewayConfig, options: Omit<GatewayD
   }
   let app: GatewayApp;
   let server: Server;
+  let warmup: WarmupResult;
   try {
     app = createGatewayApp(config, { ...options, logger, upstreamUrl });
-    server = http.createServer({ ...expressServerOptions(app), ...serverTimeouts(config) }, app);
+    const serverOptions = expressServerOptions(app);
+    warmup = await warmUpQuietly(app, serverOptions, { streams: config.warmup.streams ?? 0, limits: config.limits, policyPaths: new Set(Object.keys(options.policies ?? {})) }, logger);
+    server = http.createServer({ ...serverOptions, ...serverTimeouts(config) }, app);
     server.on('connection', (socket: net.Socket) => app.gateway.admission.trackConnection(socket));
     deferContinue(server);
     server.listen({ port: config.port, host: config.host, backlog: config.limits.backlog });
@@ -64,6 +70,7 @@ export async function startGateway(config: GatewayConfig, options: Omit<GatewayD
   }
   // Logged once the gateway in front of it listens: a start that fails never announces it.
   if (simulator !== undefined) logger.info('simulator started', { url: upstreamUrl });
+  if (warmup.streams > 0) logger.log(warmup.failed > 0 ? 'warn' : 'info', 'warm-up done', { ...warmup });
   applyListenerBounds(server, app.gateway.routes);
   const port = (server.address() as AddressInfo).port;
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
@@ -95,6 +102,22 @@ export async function startGateway(config: GatewayConfig, options: Omit<GatewayD
       logger.info('gateway stopped');
     })());
   return { url, port, upstreamUrl, server, app, simulator, shutdown, close: () => shutdown(0) };
+}
+
+/**
+ * {@link warmUp} with `logger` silent (a line per warm-up stream is noise; `startGateway` logs one
+ * summary) and the app's metrics reset after it, so `/metrics` counts only real clients.
+ */
+async function warmUpQuietly(app: GatewayApp, serverOptions: http.ServerOptions, options: WarmupOptions, logger: Logger): Promise<WarmupResult> {
+  if (options.streams === 0) return { streams: 0, failed: 0, routes: [], ms: 0 };
+  const silent = logger.silent;
+  logger.silent = true;
+  try {
+    return await warmUp(app, serverOptions, options);
+  } finally {
+    logger.silent = silent;
+    app.gateway.metrics.registry.resetMetrics();
+  }
 }
 
 /** How long a drained gateway waits for its streams' last bytes to leave before it cuts the connections, ms. */

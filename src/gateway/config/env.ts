@@ -16,6 +16,7 @@ export const ENV_OVERRIDES: Readonly<Record<string, string>> = {
   TIDEGATE_IDLE_TIMEOUT_MS: 'timeouts.idleMs',
   TIDEGATE_TOTAL_TIMEOUT_MS: 'timeouts.totalMs',
   TIDEGATE_SHUTDOWN_GRACE_MS: 'shutdown.graceMs',
+  TIDEGATE_WARMUP_STREAMS: 'warmup.streams',
   TIDEGATE_CORS_ORIGINS: 'cors.origins',
 };
 
@@ -23,7 +24,7 @@ export const ENV_OVERRIDES: Readonly<Record<string, string>> = {
 export const LIST_FIELDS: ReadonlySet<string> = new Set(['cors.origins']);
 
 /** Dotted fields whose string values (environment, flags) are converted with `Number`. */
-export const NUMERIC_FIELDS: ReadonlySet<string> = new Set(['port', 'stream.maxBufferedBytes', 'stream.stallTimeoutMs', 'stream.heartbeatMs', 'stream.kernelUnsentBytes', 'upstream.kernelReceiveBytes', 'timeouts.firstByteMs', 'timeouts.idleMs', 'timeouts.totalMs', 'shutdown.graceMs']);
+export const NUMERIC_FIELDS: ReadonlySet<string> = new Set(['port', 'stream.maxBufferedBytes', 'stream.stallTimeoutMs', 'stream.heartbeatMs', 'stream.kernelUnsentBytes', 'upstream.kernelReceiveBytes', 'timeouts.firstByteMs', 'timeouts.idleMs', 'timeouts.totalMs', 'shutdown.graceMs', 'warmup.streams']);
 
 /** Sets `path` (dotted) in `target`, creating objects on the way; numeric fields are converted with `Number`, list fields split on commas. */
 export function setField(target: Record<string, unknown>, path: string, value: string | number | boolean | readonly string[] | undefined): void {

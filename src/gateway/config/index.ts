@@ -5,5 +5,5 @@ export { API_SPECS, DEFAULT_APIS, inferApi, ROUTE_APIS, type RouteApi, type Rout
 export { DEFAULT_LIMITS, limitsSchema, type AdmissionLimits } from './limits';
 export { ConfigError, loadConfig, parseConfig, readConfigFile, type LoadConfigOptions } from './load';
 export { DEFAULT_ROUTES, resolveRoutes, routeSchema, type ResolvedRoute, type RouteConfig } from './routes';
-export { configSchema, type GatewayConfig } from './schema';
+export { configSchema, DEFAULT_WARMUP_STREAMS, type GatewayConfig } from './schema';
 export { DEFAULT_POLICY, DEFAULT_RETRY, DEFAULT_TIMEOUTS, type RetrySettings, type StreamPolicy, type UpstreamTimeouts } from './stream';

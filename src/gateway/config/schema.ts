@@ -8,6 +8,9 @@ import { redisSchema, resumeStoreSchema } from '../resume/settings';
 import { routeSchema } from './routes';
 import { policyShape, retryShape, timeoutsShape } from './stream';
 
+/** Streams the `tidegate` command relays through its routes before it listens when `warmup.streams` is unset. */
+export const DEFAULT_WARMUP_STREAMS = 2000;
+
 export const configSchema = z
   .object({
     port: int(0).max(65535).default(8080),
@@ -87,6 +90,18 @@ export const configSchema = z
          * default: it names streams and routes to whoever can reach the port).
          */
         streams: z.boolean().default(false),
+      })
+      .strict()
+      .prefault({}),
+    warmup: z
+      .object({
+        /**
+         * Streams the gateway relays through its own routes before it listens, against upstreams
+         * of its own on 127.0.0.1, so its first clients meet optimized code (0: none; unset:
+         * {@link DEFAULT_WARMUP_STREAMS} for the `tidegate` command, none for `startGateway()`;
+         * docs/gateway.md, "Warm-up").
+         */
+        streams: int(0).max(100_000).optional(),
       })
       .strict()
       .prefault({}),

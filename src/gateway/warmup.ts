@@ -1,0 +1,177 @@
+/**
+ * Warm-up: a new gateway process runs its own streams before it listens, so its first clients
+ * meet code V8 has already compiled and optimized.
+ *
+ * A fresh Node process runs each function in the interpreter first and compiles the ones that
+ * stay hot (TurboFan) while they serve; for tidegate's stream set-up that takes about 4,000
+ * streams, during which each costs up to twice its later main-thread time (docs/internals.md,
+ * "Stream set-up"). A gateway started into traffic (a deploy, a scale-out during a burst) would
+ * pay that on its first clients' time to first byte. So before it listens, the gateway relays
+ * `warmup.streams` short streams through the very app and server options it then serves with,
+ * against upstreams of its own on 127.0.0.1; the real upstreams never see them.
+ */
+import http from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { createSimulator, type Simulator } from '../simulator';
+import type { GatewayApp } from './app';
+import { API_SPECS, type AdmissionLimits, type ResolvedRoute, type RouteApi } from './config';
+import { applyListenerBounds } from './kernel-bounds';
+
+/** What a warm-up did. */
+export interface WarmupResult {
+  /** Streams relayed. */
+  streams: number;
+  /** Streams that did not answer 200 with an event stream (a warm-up that fails them is a bug to report). */
+  failed: number;
+  /** Paths of the routes warmed. */
+  routes: string[];
+  /** Wall time, ms. */
+  ms: number;
+}
+
+/** Streams a warm-up keeps open at once, at most. */
+export const WARMUP_CONCURRENCY = 8;
+
+/** What {@link warmUp} runs. */
+export interface WarmupOptions {
+  /** Streams to relay in all (0: none). */
+  streams: number;
+  /** Admission limits of the app (0: no limit): the warm-up keeps below each. */
+  limits: Pick<AdmissionLimits, 'maxConnections' | 'maxStreams' | 'maxStreamsPerClient'>;
+  /** Paths whose routes run an embedder's policy function: not warmed. */
+  policyPaths?: ReadonlySet<string> | undefined;
+}
+
+/**
+ * The routes a warm-up relays streams through: the event-stream routes whose streams are
+ * self-contained. Left out: non-stream routes (`stream: false`, JSON APIs), resumable routes
+ * (their streams would enter the resume store, Redis included) and routes with a policy function
+ * of the embedder's (user code with effects of its own).
+ */
+export function warmupRoutes(routes: readonly ResolvedRoute[], policyPaths: ReadonlySet<string>): ResolvedRoute[] {
+  return routes.filter((r) => API_SPECS[r.api].streams && r.stream && r.resume === undefined && !r.resumable && !policyPaths.has(r.path) && !r.path.includes(':'));
+}
+
+/**
+ * Relays `options.streams` streams through `app` before it serves: round-robin over
+ * {@link warmupRoutes}, {@link WARMUP_CONCURRENCY} at a time (fewer when a limit of
+ * `options.limits` is lower), each a new connection to a private listener on
+ * 127.0.0.1 built with `serverOptions` (the options the gateway's own server uses, so requests and
+ * responses get the same hidden classes). While it runs, the routes' upstream URLs point at an
+ * embedded simulator (OpenAI and Anthropic APIs, no first-token delay, three tokens) or, for
+ * passthrough routes, a local SSE server; they are restored before it resolves, and the
+ * listener, the upstreams and their sockets are closed. The caller silences the app's logger and
+ * resets its metrics around it (see `startGateway`).
+ *
+ * @param app the gateway app, not yet serving.
+ * @param serverOptions `expressServerOptions(app)` as the gateway's server gets them.
+ */
+export async function warmUp(app: GatewayApp, serverOptions: http.ServerOptions, options: WarmupOptions): Promise<WarmupResult> {
+  const started = performance.now();
+  const { streams, limits } = options;
+  const routes = streams > 0 ? warmupRoutes(app.gateway.routes, options.policyPaths ?? new Set()) : [];
+  if (routes.length === 0) return { streams: 0, failed: 0, routes: [], ms: 0 };
+  const upstreams = await startUpstreams(routes);
+  const saved = routes.map((r) => r.url);
+  const server = http.createServer(serverOptions, app);
+  server.on('connection', (socket: Socket) => app.gateway.admission.trackConnection(socket));
+  try {
+    routes.forEach((r) => (r.url = upstreams.urlOf(r)));
+    await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', resolve));
+    applyListenerBounds(server, app.gateway.routes);
+    const { port } = server.address() as AddressInfo;
+    let next = 0;
+    let failed = 0;
+    const worker = async (): Promise<void> => {
+      while (next < streams) {
+        const route = routes[next++ % routes.length] as ResolvedRoute;
+        if (!(await relayOne(port, route))) failed++;
+      }
+    };
+    const caps = [limits.maxConnections, limits.maxStreams, limits.maxStreamsPerClient].filter((v) => v > 0);
+    await Promise.all(Array.from({ length: Math.min(WARMUP_CONCURRENCY, streams, ...caps) }, worker));
+    return { streams, failed, routes: routes.map((r) => r.path), ms: Math.round(performance.now() - started) };
+  } finally {
+    routes.forEach((r, i) => (r.url = saved[i]));
+    await new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    });
+    await upstreams.close();
+  }
+}
+
+/** The request body a client of `api` sends for a short stream. */
+function bodyFor(api: RouteApi): string {
+  const messages = [{ role: 'user', content: 'warm-up' }];
+  switch (api) {
+    case 'responses':
+      return JSON.stringify({ model: 'warmup', stream: true, input: 'warm-up', max_output_tokens: 3 });
+    case 'completions':
+      return JSON.stringify({ model: 'warmup', stream: true, prompt: 'warm-up', max_tokens: 3 });
+    default:
+      return JSON.stringify({ model: 'warmup', stream: true, max_tokens: 3, messages });
+  }
+}
+
+/** One stream through `route` on a new connection, read to its end: whether it answered 200. */
+function relayOne(port: number, route: ResolvedRoute): Promise<boolean> {
+  return new Promise((resolve) => {
+    const post = route.methods.includes('POST');
+    const body = post ? bodyFor(route.api) : undefined;
+    const headers: http.OutgoingHttpHeaders = { accept: 'text/event-stream' };
+    if (body !== undefined) Object.assign(headers, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+    const req = http.request({ host: '127.0.0.1', port, path: route.path, method: post ? 'POST' : 'GET', headers, agent: false }, (res) => {
+      res.resume();
+      res.once('end', () => resolve(res.statusCode === 200));
+      res.once('error', () => resolve(false));
+    });
+    req.once('error', () => resolve(false));
+    req.end(body);
+  });
+}
+
+/** The warm-up's own upstreams: where each route points while it runs, and how to close them. */
+interface WarmupUpstreams {
+  urlOf(route: ResolvedRoute): string;
+  close(): Promise<void>;
+}
+
+async function startUpstreams(routes: readonly ResolvedRoute[]): Promise<WarmupUpstreams> {
+  let simulator: Simulator | undefined;
+  let sse: http.Server | undefined;
+  let simUrl = '';
+  let sseUrl = '';
+  if (routes.some((r) => r.provider !== 'passthrough')) {
+    simulator = createSimulator({ ttftMs: 0, tokensPerSecond: 1e6 });
+    simUrl = (await simulator.listen(0, '127.0.0.1')).url;
+  }
+  if (routes.some((r) => r.provider === 'passthrough')) {
+    sse = http.createServer((req, res) => {
+      req.resume();
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+      res.write('data: warm-up\n\n');
+      res.end(terminatorFor(req.url ?? '/', routes));
+    });
+    await new Promise<void>((resolve) => sse?.listen(0, '127.0.0.1', resolve));
+    sseUrl = `http://127.0.0.1:${(sse.address() as AddressInfo).port}`;
+  }
+  return {
+    urlOf: (r) => (r.provider === 'passthrough' ? `${sseUrl}/${routes.indexOf(r)}` : `${simUrl}${API_SPECS[r.api].path}`),
+    close: async () => {
+      await simulator?.close();
+      if (sse !== undefined) {
+        const closed = new Promise<void>((resolve) => sse?.close(() => resolve()));
+        sse.closeAllConnections();
+        await closed;
+      }
+    },
+  };
+}
+
+/** The last event of a passthrough route's warm-up stream: its configured terminator, else one more plain event. */
+function terminatorFor(path: string, routes: readonly ResolvedRoute[]): string {
+  const t = routes[Number(path.slice(1))]?.terminator;
+  if (t === undefined) return 'data: warm-up\n\n';
+  return `${t.event !== undefined ? `event: ${t.event}\n` : ''}data: ${t.data ?? ''}\n\n`;
+}
