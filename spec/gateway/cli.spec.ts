@@ -185,6 +185,41 @@ describe('tidegate CLI: startup line', () => {
   });
 });
 
+describe('tidegate CLI: warm-up', () => {
+  /** The whole JSON log lines printed so far (the last piece, not ended by a newline yet, left out). */
+  const jsonLines = (cli: Cli): Array<Record<string, unknown>> =>
+    cli
+      .stdout()
+      .split('\n')
+      .slice(0, -1)
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+
+  it('relays 2000 streams through the default routes before the listening line, by default', async () => {
+    const cli = run([], { TIDEGATE_WARMUP_STREAMS: undefined });
+    children.push(cli.child);
+    await listening(cli);
+    // JSON lines leave in batches: wait for the one logged last.
+    for (const deadline = Date.now() + 5000; !jsonLines(cli).some((l) => l.message === 'gateway listening') && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 20));
+    const lines = jsonLines(cli);
+    const done = lines.findIndex((l) => l.message === 'warm-up done');
+    expect(lines[done]).toMatchObject({ streams: 2000, failed: 0, routes: ['/v1/chat/completions', '/v1/responses', '/v1/completions', '/v1/messages'] });
+    expect(done).toBeLessThan(lines.findIndex((l) => l.message === 'gateway listening'));
+    expect(lines.filter((l) => l.message === 'stream')).toEqual([]);
+    cli.child.kill('SIGTERM');
+    expect(await cli.exit).toBe(0);
+  });
+
+  it('skips it with --warmup-streams 0', async () => {
+    const cli = run(['--warmup-streams', '0']);
+    children.push(cli.child);
+    await listening(cli);
+    expect(jsonLines(cli).filter((l) => l.message === 'warm-up done')).toEqual([]);
+    cli.child.kill('SIGTERM');
+    expect(await cli.exit).toBe(0);
+  });
+});
+
 describe('tidegate CLI: configuration', () => {
   let dir: string;
   beforeEach(() => {

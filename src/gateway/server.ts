@@ -106,7 +106,8 @@ export async function startGateway(config: GatewayConfig, options: Omit<GatewayD
 
 /**
  * {@link warmUp} with `logger` silent (a line per warm-up stream is noise; `startGateway` logs one
- * summary) and the app's metrics reset after it, so `/metrics` counts only real clients.
+ * summary) and the app's metrics reset after it, so `/metrics` counts only real clients. A warm-up
+ * that throws (its own upstreams cannot listen) logs `warm-up failed` and the gateway starts cold.
  */
 async function warmUpQuietly(app: GatewayApp, serverOptions: http.ServerOptions, options: WarmupOptions, logger: Logger): Promise<WarmupResult> {
   if (options.streams === 0) return { streams: 0, failed: 0, routes: [], ms: 0 };
@@ -114,6 +115,11 @@ async function warmUpQuietly(app: GatewayApp, serverOptions: http.ServerOptions,
   logger.silent = true;
   try {
     return await warmUp(app, serverOptions, options);
+  } catch (err) {
+    // The gateway serves cold rather than not at all: a warm-up is an optimization.
+    logger.silent = silent;
+    logger.warn('warm-up failed', { error: (err as Error)?.message ?? String(err) });
+    return { streams: 0, failed: 0, routes: [], ms: 0 };
   } finally {
     logger.silent = silent;
     app.gateway.metrics.registry.resetMetrics();

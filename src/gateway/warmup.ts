@@ -19,7 +19,7 @@ import { applyListenerBounds } from './kernel-bounds';
 
 /** What a warm-up did. */
 export interface WarmupResult {
-  /** Streams relayed. */
+  /** Streams relayed: `options.streams`, fewer when {@link WARMUP_TIME_LIMIT_MS} passed first. */
   streams: number;
   /** Streams that did not answer 200 with an event stream (a warm-up that fails them is a bug to report). */
   failed: number;
@@ -28,6 +28,12 @@ export interface WarmupResult {
   /** Wall time, ms. */
   ms: number;
 }
+
+/** A warm-up starts no stream after this long, ms: a slow machine starts late, never not at all. */
+export const WARMUP_TIME_LIMIT_MS = 30_000;
+
+/** A warm-up stream not ended after this long is cut and counted failed, ms. */
+export const WARMUP_STREAM_TIMEOUT_MS = 10_000;
 
 /** Streams a warm-up keeps open at once, at most. */
 export const WARMUP_CONCURRENCY = 8;
@@ -55,7 +61,7 @@ export function warmupRoutes(routes: readonly ResolvedRoute[], policyPaths: Read
 /**
  * Relays `options.streams` streams through `app` before it serves: round-robin over
  * {@link warmupRoutes}, {@link WARMUP_CONCURRENCY} at a time (fewer when a limit of
- * `options.limits` is lower), each a new connection to a private listener on
+ * `options.limits` is lower), for at most {@link WARMUP_TIME_LIMIT_MS}, each a new connection to a private listener on
  * 127.0.0.1 built with `serverOptions` (the options the gateway's own server uses, so requests and
  * responses get the same hidden classes). While it runs, the routes' upstream URLs point at an
  * embedded simulator (OpenAI and Anthropic APIs, no first-token delay, three tokens) or, for
@@ -82,15 +88,16 @@ export async function warmUp(app: GatewayApp, serverOptions: http.ServerOptions,
     const { port } = server.address() as AddressInfo;
     let next = 0;
     let failed = 0;
+    const stopAt = started + WARMUP_TIME_LIMIT_MS;
     const worker = async (): Promise<void> => {
-      while (next < streams) {
+      while (next < streams && performance.now() < stopAt) {
         const route = routes[next++ % routes.length] as ResolvedRoute;
         if (!(await relayOne(port, route))) failed++;
       }
     };
     const caps = [limits.maxConnections, limits.maxStreams, limits.maxStreamsPerClient].filter((v) => v > 0);
     await Promise.all(Array.from({ length: Math.min(WARMUP_CONCURRENCY, streams, ...caps) }, worker));
-    return { streams, failed, routes: routes.map((r) => r.path), ms: Math.round(performance.now() - started) };
+    return { streams: next, failed, routes: routes.map((r) => r.path), ms: Math.round(performance.now() - started) };
   } finally {
     routes.forEach((r, i) => (r.url = saved[i]));
     await new Promise<void>((resolve) => {
@@ -127,6 +134,7 @@ function relayOne(port: number, route: ResolvedRoute): Promise<boolean> {
       res.once('error', () => resolve(false));
     });
     req.once('error', () => resolve(false));
+    req.setTimeout(WARMUP_STREAM_TIMEOUT_MS, () => req.destroy());
     req.end(body);
   });
 }
