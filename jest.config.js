@@ -4,6 +4,8 @@ module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/spec'],
   testMatch: ['**/*.spec.ts'],
+  // Sets the environment the spawned gateway processes inherit (spec/harness/env.ts).
+  setupFiles: ['<rootDir>/spec/harness/env.ts'],
   // Closes the servers, sockets and processes the harness opened that a spec left open.
   setupFilesAfterEnv: ['<rootDir>/spec/harness/close-all.ts'],
   // Socket specs open real servers and gateway processes and measure their timing and memory:

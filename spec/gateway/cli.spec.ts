@@ -203,15 +203,32 @@ describe('tidegate CLI: warm-up', () => {
     for (const deadline = Date.now() + 5000; !jsonLines(cli).some((l) => l.message === 'gateway listening') && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 20));
     const lines = jsonLines(cli);
     const done = lines.findIndex((l) => l.message === 'warm-up done');
+    expect(lines.findIndex((l) => l.message === 'warming up')).toBeLessThan(done);
     expect(lines[done]).toMatchObject({ streams: 2000, failed: 0, routes: ['/v1/chat/completions', '/v1/responses', '/v1/completions', '/v1/messages'] });
     expect(done).toBeLessThan(lines.findIndex((l) => l.message === 'gateway listening'));
     expect(lines.filter((l) => l.message === 'stream')).toEqual([]);
+    // Printed in the order logged: the plain listening line after the JSON lines before it.
+    expect(cli.stdout().indexOf('"gateway listening"')).toBeLessThan(cli.stdout().indexOf('tidegate listening on'));
     cli.child.kill('SIGTERM');
     expect(await cli.exit).toBe(0);
   });
 
+  it('fails on a port in use at once, before warming up', async () => {
+    const busy = net.createServer();
+    await new Promise<void>((r) => busy.listen(0, '127.0.0.1', r));
+    try {
+      const cli = run(['--host', '127.0.0.1', '--port', String((busy.address() as net.AddressInfo).port)], { TIDEGATE_WARMUP_STREAMS: undefined });
+      children.push(cli.child);
+      expect(await cli.exit).toBe(1);
+      expect(cli.stderr()).toMatch(/address already in use/);
+      expect(cli.stdout()).not.toMatch(/warming up|warm-up done/);
+    } finally {
+      await new Promise((r) => busy.close(r));
+    }
+  });
+
   it('skips it with --warmup-streams 0', async () => {
-    const cli = run(['--warmup-streams', '0']);
+    const cli = run(['--warmup-streams', '0'], { TIDEGATE_WARMUP_STREAMS: undefined });
     children.push(cli.child);
     await listening(cli);
     expect(jsonLines(cli).filter((l) => l.message === 'warm-up done')).toEqual([]);

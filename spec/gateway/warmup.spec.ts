@@ -1,6 +1,7 @@
 import http from 'node:http';
 import { parseConfig } from '../../src/gateway/config';
 import { createLogger } from '../../src/gateway/logger';
+import { GatewayMetrics } from '../../src/gateway/metrics';
 import { startGateway, type RunningGateway } from '../../src/gateway/server';
 import { listen } from '../harness/net';
 import { CaptureTransport, parsePrometheus } from './helpers';
@@ -54,10 +55,13 @@ describe('warm-up before the gateway listens', () => {
     await upstream?.close();
   });
 
-  it('relays its streams through every self-contained stream route, none failing, with one log line', () => {
-    const done = logs.lines.filter((l) => l.message === 'warm-up done');
-    expect(done).toHaveLength(1);
-    expect(done[0]).toMatchObject({ level: 'info', streams: 60, failed: 0, routes: ['/v1/chat/completions', '/v1/responses', '/v1/messages', '/events'] });
+  it('relays its streams through every self-contained stream route, none failing, between two log lines', () => {
+    const routes = ['/v1/chat/completions', '/v1/responses', '/v1/messages', '/events'];
+    const messages = logs.lines.map((l) => l.message);
+    expect(messages.filter((m) => m === 'warming up' || m === 'warm-up done')).toEqual(['warming up', 'warm-up done']);
+    expect(logs.lines.find((l) => l.message === 'warming up')).toMatchObject({ level: 'info', streams: 60, routes });
+    expect(logs.lines.find((l) => l.message === 'warm-up done')).toMatchObject({ level: 'info', streams: 60, failed: 0, routes });
+    expect(messages.indexOf('warm-up done')).toBeLessThan(messages.indexOf('gateway listening'));
     expect(logs.streams()).toHaveLength(0);
   });
 
@@ -98,6 +102,54 @@ describe('warm-up settings', () => {
     const gw = await startGateway(parseConfig({ port: 0, warmup: { streams: 24 }, limits: { maxStreamsPerClient: 1 } }), { logger: createLogger({ transports: [logs] }) });
     try {
       expect(logs.lines.filter((l) => l.message === 'warm-up done')).toMatchObject([{ streams: 24, failed: 0 }]);
+    } finally {
+      await gw.close();
+    }
+  });
+
+  it('warms only routes whose path is a URL as written, not a pattern or a path a request must encode', async () => {
+    const logs = new CaptureTransport();
+    const routes = ['/plain-1.x', '/opt{/more}', '/star/*rest', '/model/:id', '/with space', '/caf\u00e9'].map((path) => ({ path, provider: 'openai', api: 'chat', upstreamPath: '/v1/chat/completions' }));
+    const gw = await startGateway(parseConfig({ port: 0, warmup: { streams: 12 }, routes }), { logger: createLogger({ transports: [logs] }) });
+    try {
+      expect(logs.lines.filter((l) => l.message === 'warm-up done')).toMatchObject([{ level: 'info', streams: 12, failed: 0, routes: ['/plain-1.x'] }]);
+    } finally {
+      await gw.close();
+    }
+  });
+
+  it('says it skipped when no route can be warmed', async () => {
+    const logs = new CaptureTransport();
+    const gw = await startGateway(parseConfig({ port: 0, warmup: { streams: 12 }, routes: [{ path: '/events', provider: 'passthrough', url: 'http://127.0.0.1:9/events', resumable: true }] }), { logger: createLogger({ transports: [logs] }) });
+    try {
+      expect(logs.lines.filter((l) => String(l.message).startsWith('warm'))).toMatchObject([{ message: 'warm-up skipped', reason: expect.stringContaining('no route') }]);
+    } finally {
+      await gw.close();
+    }
+  });
+
+  it('skips, and leaves untouched, metrics the embedder shares', async () => {
+    const logs = new CaptureTransport();
+    const metrics = new GatewayMetrics();
+    metrics.streams.inc({ route: '/elsewhere', outcome: 'completed' }, 3);
+    const gw = await startGateway(parseConfig({ port: 0, warmup: { streams: 12 } }), { logger: createLogger({ transports: [logs] }), metrics });
+    try {
+      expect(logs.lines.filter((l) => String(l.message).startsWith('warm'))).toMatchObject([{ message: 'warm-up skipped', reason: expect.stringContaining('metrics') }]);
+      expect((await metrics.streams.get()).values).toEqual([expect.objectContaining({ labels: { route: '/elsewhere', outcome: 'completed' }, value: 3 })]);
+    } finally {
+      await gw.close();
+    }
+  });
+
+  it('leaves no refusal of its own in the logs, even one summed up after it', async () => {
+    // Every warm-up request is refused (its body is over 10 bytes), more than the refusal log
+    // writes in a second: the rest wait for a summary line at the second's end.
+    const logs = new CaptureTransport();
+    const gw = await startGateway(parseConfig({ port: 0, warmup: { streams: 24 }, limits: { maxRequestBodyBytes: 10 } }), { logger: createLogger({ transports: [logs] }) });
+    try {
+      await new Promise((r) => setTimeout(r, 1200));
+      expect(logs.lines.filter((l) => l.message === 'warm-up done')).toMatchObject([{ level: 'warn', streams: 24, failed: 24 }]);
+      expect(logs.lines.filter((l) => l.message === 'refused' || l.message === 'refusals suppressed')).toEqual([]);
     } finally {
       await gw.close();
     }

@@ -193,6 +193,15 @@ function stdoutFailed(why: string): void {
   }
 }
 
+/**
+ * Writes the default logger's waiting lines to stdout now, not at the end of their batch
+ * ({@link LOG_FLUSH_MS}): a plain `process.stdout.write` after it comes after them. What a full
+ * pipe does not take stays in the backlog, in order.
+ */
+export function flushStdoutLines(): void {
+  flushLines();
+}
+
 function flushLines(): void {
   if (flushTimer !== undefined) {
     clearTimeout(flushTimer);

@@ -7,7 +7,7 @@ import type { GatewayConfig } from './config';
 import { deferContinue } from './expect-continue';
 import { applyListenerBounds } from './kernel-bounds';
 import { createLogger, type Logger } from './logger';
-import { warmUp, type WarmupOptions, type WarmupResult } from './warmup';
+import { warmUp, warmupRoutes, type WarmupOptions } from './warmup';
 
 /** A running gateway. */
 export interface RunningGateway {
@@ -35,10 +35,13 @@ export interface RunningGateway {
 /**
  * Starts the standalone gateway: the embedded simulated upstream when `config.upstream.url` is
  * absent, then, with `config.warmup.streams` set, that many streams through the app before it
- * serves ({@link warmUp}: its log lines silenced, its metrics reset, one `warm-up done` line
- * after), then the HTTP server on `config.host:config.port` (port 0 = ephemeral). When the start
- * fails (a config the app refuses, a port in use) the embedded simulator is closed again before
- * the error is thrown, and never logged as started.
+ * serves ({@link warmUp}: a `warming up` line, its own lines silenced, its metrics reset, one
+ * `warm-up done` line after; skipped with a `warm-up skipped` line when no route can be warmed
+ * or `options.metrics` is given, whose registry a reset would clear for its other users), then
+ * the HTTP server on `config.host:config.port` (port 0 = ephemeral). A port in use fails the
+ * start before the warm-up, not after it. When the start fails (a config the app refuses, a port
+ * in use) the embedded simulator is closed again before the error is thrown, and never logged as
+ * started.
  */
 export async function startGateway(config: GatewayConfig, options: Omit<GatewayDeps, 'upstreamUrl'> & { logger?: Logger | undefined } = {}): Promise<RunningGateway> {
   const logger = options.logger ?? createLogger();
@@ -50,11 +53,16 @@ export async function startGateway(config: GatewayConfig, options: Omit<GatewayD
   }
   let app: GatewayApp;
   let server: Server;
-  let warmup: WarmupResult;
   try {
     app = createGatewayApp(config, { ...options, logger, upstreamUrl });
     const serverOptions = expressServerOptions(app);
-    warmup = await warmUpQuietly(app, serverOptions, { streams: config.warmup.streams ?? 0, limits: config.limits, policyPaths: new Set(Object.keys(options.policies ?? {})) }, logger);
+    const streams = config.warmup.streams ?? 0;
+    if (streams > 0) {
+      if (config.port !== 0) await checkBindable(config.host, config.port);
+      const warmOptions = { streams, limits: config.limits, policyPaths: new Set(Object.keys(options.policies ?? {})) };
+      if (options.metrics !== undefined) logger.info('warm-up skipped', { reason: 'the metrics are shared (options.metrics): a warm-up would count its streams there' });
+      else await warmUpQuietly(app, serverOptions, warmOptions, logger);
+    }
     server = http.createServer({ ...serverOptions, ...serverTimeouts(config) }, app);
     server.on('connection', (socket: net.Socket) => app.gateway.admission.trackConnection(socket));
     deferContinue(server);
@@ -70,7 +78,6 @@ export async function startGateway(config: GatewayConfig, options: Omit<GatewayD
   }
   // Logged once the gateway in front of it listens: a start that fails never announces it.
   if (simulator !== undefined) logger.info('simulator started', { url: upstreamUrl });
-  if (warmup.streams > 0) logger.log(warmup.failed > 0 ? 'warn' : 'info', 'warm-up done', { ...warmup });
   applyListenerBounds(server, app.gateway.routes);
   const port = (server.address() as AddressInfo).port;
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
@@ -105,25 +112,45 @@ export async function startGateway(config: GatewayConfig, options: Omit<GatewayD
 }
 
 /**
- * {@link warmUp} with `logger` silent (a line per warm-up stream is noise; `startGateway` logs one
- * summary) and the app's metrics reset after it, so `/metrics` counts only real clients. A warm-up
- * that throws (its own upstreams cannot listen) logs `warm-up failed` and the gateway starts cold.
+ * {@link warmUp} between a `warming up` line and a `warm-up done` line (`warn` when streams
+ * failed), with `logger` silent meanwhile (a line per warm-up stream is noise) and the app's
+ * refusal-log summary and metrics reset after it, so logs and `/metrics` count only real clients.
+ * Without a route to warm it logs `warm-up skipped`. A warm-up that throws (its own upstreams
+ * cannot listen) logs `warm-up failed` and the gateway starts cold.
  */
-async function warmUpQuietly(app: GatewayApp, serverOptions: http.ServerOptions, options: WarmupOptions, logger: Logger): Promise<WarmupResult> {
-  if (options.streams === 0) return { streams: 0, failed: 0, routes: [], ms: 0 };
+async function warmUpQuietly(app: GatewayApp, serverOptions: http.ServerOptions, options: WarmupOptions, logger: Logger): Promise<void> {
+  const routes = warmupRoutes(app.gateway.routes, options.policyPaths ?? new Set());
+  if (routes.length === 0) {
+    logger.info('warm-up skipped', { reason: 'no route to warm: each is resumable, non-stream, parameterized or runs a policy function' });
+    return;
+  }
+  logger.info('warming up', { streams: options.streams, routes: routes.map((r) => r.path) });
   const silent = logger.silent;
   logger.silent = true;
   try {
-    return await warmUp(app, serverOptions, options);
+    const result = await warmUp(app, serverOptions, options);
+    logger.silent = silent;
+    logger.log(result.failed > 0 ? 'warn' : 'info', 'warm-up done', { ...result });
   } catch (err) {
     // The gateway serves cold rather than not at all: a warm-up is an optimization.
     logger.silent = silent;
     logger.warn('warm-up failed', { error: (err as Error)?.message ?? String(err) });
-    return { streams: 0, failed: 0, routes: [], ms: 0 };
   } finally {
+    logger.silent = true;
+    app.gateway.admission.flushLog();
     logger.silent = silent;
     app.gateway.metrics.registry.resetMetrics();
   }
+}
+
+/**
+ * Binds `host:port` and frees it again: a port in use or an address the host does not have
+ * fails the start at once, before a warm-up of seconds, with the error the listen would give.
+ */
+async function checkBindable(host: string, port: number): Promise<void> {
+  const probe = net.createServer();
+  await new Promise<void>((resolve, reject) => probe.once('error', reject).listen({ port, host }, resolve));
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
 }
 
 /** How long a drained gateway waits for its streams' last bytes to leave before it cuts the connections, ms. */

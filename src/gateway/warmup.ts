@@ -55,19 +55,27 @@ export interface WarmupOptions {
  * of the embedder's (user code with effects of its own).
  */
 export function warmupRoutes(routes: readonly ResolvedRoute[], policyPaths: ReadonlySet<string>): ResolvedRoute[] {
-  return routes.filter((r) => API_SPECS[r.api].streams && r.stream && r.resume === undefined && !r.resumable && !policyPaths.has(r.path) && !r.path.includes(':'));
+  return routes.filter((r) => API_SPECS[r.api].streams && r.stream && r.resume === undefined && !r.resumable && !policyPaths.has(r.path) && LITERAL_PATH.test(r.path));
 }
+
+/**
+ * A route path a warm-up can request as it is written: ASCII letters, digits and `-._~$&',;=@/`.
+ * Parameters (`:model`), Express patterns (`{/opt}`, `*rest`) and paths a request must
+ * percent-encode (a space, `é`, `#`) are left out: their written form is not a URL they answer.
+ */
+const LITERAL_PATH = /^\/[A-Za-z0-9\-._~$&',;=@/]*$/;
 
 /**
  * Relays `options.streams` streams through `app` before it serves: round-robin over
  * {@link warmupRoutes}, {@link WARMUP_CONCURRENCY} at a time (fewer when a limit of
- * `options.limits` is lower), for at most {@link WARMUP_TIME_LIMIT_MS}, each a new connection to a private listener on
- * 127.0.0.1 built with `serverOptions` (the options the gateway's own server uses, so requests and
- * responses get the same hidden classes). While it runs, the routes' upstream URLs point at an
- * embedded simulator (OpenAI and Anthropic APIs, no first-token delay, three tokens) or, for
- * passthrough routes, a local SSE server; they are restored before it resolves, and the
- * listener, the upstreams and their sockets are closed. The caller silences the app's logger and
- * resets its metrics around it (see `startGateway`).
+ * `options.limits` is lower), for at most {@link WARMUP_TIME_LIMIT_MS}, each a new connection to
+ * a private listener on 127.0.0.1 built with `serverOptions` (the options the gateway's own
+ * server uses, so requests and responses get the same hidden classes). While it runs, the routes'
+ * upstream URLs point at an embedded simulator (OpenAI and Anthropic APIs, no first-token delay,
+ * three tokens) or, for passthrough routes, a local SSE server. Before it resolves or rejects,
+ * every warm-up stream has ended in the app (waited for up to {@link WARMUP_SETTLE_MS}, then cut),
+ * the URLs are restored, and the listener, the upstreams and their sockets are closed. The caller
+ * silences the app's logger and resets its metrics around it (see `startGateway`).
  *
  * @param app the gateway app, not yet serving.
  * @param serverOptions `expressServerOptions(app)` as the gateway's server gets them.
@@ -99,12 +107,26 @@ export async function warmUp(app: GatewayApp, serverOptions: http.ServerOptions,
     await Promise.all(Array.from({ length: Math.min(WARMUP_CONCURRENCY, streams, ...caps) }, worker));
     return { streams: next, failed, routes: routes.map((r) => r.path), ms: Math.round(performance.now() - started) };
   } finally {
-    routes.forEach((r, i) => (r.url = saved[i]));
+    // A stream's client side can end before the app's (a cut warm-up stream): none may outlive
+    // the warm-up, or it would log and count after the caller unsilenced and reset.
+    await settled(app, WARMUP_SETTLE_MS);
     await new Promise<void>((resolve) => {
       server.close(() => resolve());
       server.closeAllConnections();
     });
+    await settled(app, WARMUP_SETTLE_MS);
+    routes.forEach((r, i) => (r.url = saved[i]));
     await upstreams.close();
+  }
+}
+
+/** How long a warm-up waits for the app's streams to end, ms: once before it cuts their connections, once after. */
+export const WARMUP_SETTLE_MS = 2_000;
+
+/** Resolves once `app` relays no stream and holds no unflushed answer, or after `ms`. */
+async function settled(app: GatewayApp, ms: number): Promise<void> {
+  for (const until = performance.now() + ms; (app.gateway.activeStreams > 0 || app.gateway.flushing > 0) && performance.now() < until; ) {
+    await new Promise((resolve) => setTimeout(resolve, 5));
   }
 }
 
@@ -121,9 +143,9 @@ function bodyFor(api: RouteApi): string {
   }
 }
 
-/** One stream through `route` on a new connection, read to its end: whether it answered 200. */
+/** One stream through `route` on a new connection, read to its end: whether it answered 200 (never rejects). */
 function relayOne(port: number, route: ResolvedRoute): Promise<boolean> {
-  return new Promise((resolve) => {
+  return new Promise<boolean>((resolve) => {
     const post = route.methods.includes('POST');
     const body = post ? bodyFor(route.api) : undefined;
     const headers: http.OutgoingHttpHeaders = { accept: 'text/event-stream' };
@@ -136,7 +158,7 @@ function relayOne(port: number, route: ResolvedRoute): Promise<boolean> {
     req.once('error', () => resolve(false));
     req.setTimeout(WARMUP_STREAM_TIMEOUT_MS, () => req.destroy());
     req.end(body);
-  });
+  }).catch(() => false); // http.request throws for a request it cannot send
 }
 
 /** The warm-up's own upstreams: where each route points while it runs, and how to close them. */
