@@ -299,15 +299,15 @@ function targets(opts = {}) {
  * the event relay (`stream.relay: events`: every event decoded and encoded, as policies and
  * resumable routes run) in S2 and S2chunk, beside its default byte relay; and, once the build
  * warms its routes before it listens (`warmup.streams`, docs/gateway.md "Warm-up"), every route
- * without that warm-up (`warmup.streams: 0`) in SETUP, so the page keeps a fresh process's cold
- * set-up beside it.
+ * without that warm-up (`warmup.streams: 0`) in SETUP and S4, so the page keeps a fresh process's
+ * cold set-up, and memory per stream counted from a cold idle RSS, beside them.
  */
 function autoVariants() {
   const list = [];
   if (startNodeFlags(GATEWAY_CLI).includes('--single-threaded-gc')) list.push({ label: 'parallel GC', config: null, nodeFlags: ['--no-single-threaded-gc'], only: ['tidegate-pass', 'tidegate-openai'], scenarios: ['S1', 'S2', 'S2chunk', 'S4', 'SETUP'], auto: true });
   else list.push({ label: 'one GC thread', config: null, nodeFlags: ['--single-threaded-gc'], only: ['tidegate-pass', 'tidegate-openai'], scenarios: ['S1', 'SETUP'], auto: true });
   list.unshift({ label: 'event relay', config: { stream: { relay: 'events' } }, only: ['tidegate-openai'], scenarios: ['S2', 'S2chunk'], auto: true });
-  if (buildMentions(GATEWAY_CLI, 'warmUp')) list.push({ label: 'no warm-up', config: { warmup: { streams: 0 } }, only: ['tidegate-pass', 'tidegate-openai', 'tidegate-responses'], scenarios: ['SETUP'], auto: true });
+  if (buildMentions(GATEWAY_CLI, 'warmUp')) list.push({ label: 'no warm-up', config: { warmup: { streams: 0 } }, only: ['tidegate-pass', 'tidegate-openai', 'tidegate-responses'], scenarios: ['S4', 'SETUP'], auto: true });
   if (buildMentions(GATEWAY_CLI, 'kernelUnsentBytes')) list.unshift({ label: 'kernelUnsentBytes 0', config: { stream: { kernelUnsentBytes: 0 } }, only: ['tidegate-pass'], scenarios: ['S1', 'S2'], auto: true });
   return list;
 }
