@@ -87,72 +87,53 @@ describe('warm-up before the gateway listens', () => {
 });
 
 describe('warm-up settings', () => {
-  it('is off for startGateway() unless warmup.streams is set', async () => {
+  const started: RunningGateway[] = [];
+  afterEach(async () => {
+    for (const gw of started.splice(0)) await gw.close();
+  });
+  /** A gateway started with `config` (port 0) and `metrics`, and the lines it logged. */
+  async function start(config: Record<string, unknown>, metrics?: GatewayMetrics): Promise<CaptureTransport> {
     const logs = new CaptureTransport();
-    const gw = await startGateway(parseConfig({ port: 0 }), { logger: createLogger({ transports: [logs] }) });
-    try {
-      expect(logs.lines.filter((l) => l.message === 'warm-up done')).toEqual([]);
-    } finally {
-      await gw.close();
-    }
+    started.push(await startGateway(parseConfig({ port: 0, ...config }), { logger: createLogger({ transports: [logs] }), metrics }));
+    return logs;
+  }
+  const warmLines = (logs: CaptureTransport) => logs.lines.filter((l) => String(l.message).startsWith('warm'));
+
+  it('is off for startGateway() unless warmup.streams is set', async () => {
+    expect(warmLines(await start({}))).toEqual([]);
   });
 
   it('keeps below the admission limits, so none of its streams is refused', async () => {
-    const logs = new CaptureTransport();
-    const gw = await startGateway(parseConfig({ port: 0, warmup: { streams: 24 }, limits: { maxStreamsPerClient: 1 } }), { logger: createLogger({ transports: [logs] }) });
-    try {
-      expect(logs.lines.filter((l) => l.message === 'warm-up done')).toMatchObject([{ streams: 24, failed: 0 }]);
-    } finally {
-      await gw.close();
-    }
+    const logs = await start({ warmup: { streams: 24 }, limits: { maxStreamsPerClient: 1 } });
+    expect(logs.lines.filter((l) => l.message === 'warm-up done')).toMatchObject([{ streams: 24, failed: 0 }]);
   });
 
   it('warms only routes whose path is a URL as written, not a pattern or a path a request must encode', async () => {
-    const logs = new CaptureTransport();
     const routes = ['/plain-1.x', '/opt{/more}', '/star/*rest', '/model/:id', '/with space', '/caf\u00e9'].map((path) => ({ path, provider: 'openai', api: 'chat', upstreamPath: '/v1/chat/completions' }));
-    const gw = await startGateway(parseConfig({ port: 0, warmup: { streams: 12 }, routes }), { logger: createLogger({ transports: [logs] }) });
-    try {
-      expect(logs.lines.filter((l) => l.message === 'warm-up done')).toMatchObject([{ level: 'info', streams: 12, failed: 0, routes: ['/plain-1.x'] }]);
-    } finally {
-      await gw.close();
-    }
+    const logs = await start({ warmup: { streams: 12 }, routes });
+    expect(logs.lines.filter((l) => l.message === 'warm-up done')).toMatchObject([{ level: 'info', streams: 12, failed: 0, routes: ['/plain-1.x'] }]);
   });
 
   it('says it skipped when no route can be warmed', async () => {
-    const logs = new CaptureTransport();
-    const gw = await startGateway(parseConfig({ port: 0, warmup: { streams: 12 }, routes: [{ path: '/events', provider: 'passthrough', url: 'http://127.0.0.1:9/events', resumable: true }] }), { logger: createLogger({ transports: [logs] }) });
-    try {
-      expect(logs.lines.filter((l) => String(l.message).startsWith('warm'))).toMatchObject([{ message: 'warm-up skipped', reason: expect.stringContaining('no route') }]);
-    } finally {
-      await gw.close();
-    }
+    const logs = await start({ warmup: { streams: 12 }, routes: [{ path: '/events', provider: 'passthrough', url: 'http://127.0.0.1:9/events', resumable: true }] });
+    expect(warmLines(logs)).toMatchObject([{ message: 'warm-up skipped', reason: expect.stringContaining('no route') }]);
   });
 
   it('skips, and leaves untouched, metrics the embedder shares', async () => {
-    const logs = new CaptureTransport();
     const metrics = new GatewayMetrics();
     metrics.streams.inc({ route: '/elsewhere', outcome: 'completed' }, 3);
-    const gw = await startGateway(parseConfig({ port: 0, warmup: { streams: 12 } }), { logger: createLogger({ transports: [logs] }), metrics });
-    try {
-      expect(logs.lines.filter((l) => String(l.message).startsWith('warm'))).toMatchObject([{ message: 'warm-up skipped', reason: expect.stringContaining('metrics') }]);
-      expect((await metrics.streams.get()).values).toEqual([expect.objectContaining({ labels: { route: '/elsewhere', outcome: 'completed' }, value: 3 })]);
-    } finally {
-      await gw.close();
-    }
+    const logs = await start({ warmup: { streams: 12 } }, metrics);
+    expect(warmLines(logs)).toMatchObject([{ message: 'warm-up skipped', reason: expect.stringContaining('metrics') }]);
+    expect((await metrics.streams.get()).values).toEqual([expect.objectContaining({ labels: { route: '/elsewhere', outcome: 'completed' }, value: 3 })]);
   });
 
   it('leaves no refusal of its own in the logs, even one summed up after it', async () => {
     // Every warm-up request is refused (its body is over 10 bytes), more than the refusal log
     // writes in a second: the rest wait for a summary line at the second's end.
-    const logs = new CaptureTransport();
-    const gw = await startGateway(parseConfig({ port: 0, warmup: { streams: 24 }, limits: { maxRequestBodyBytes: 10 } }), { logger: createLogger({ transports: [logs] }) });
-    try {
-      await new Promise((r) => setTimeout(r, 1200));
-      expect(logs.lines.filter((l) => l.message === 'warm-up done')).toMatchObject([{ level: 'warn', streams: 24, failed: 24 }]);
-      expect(logs.lines.filter((l) => l.message === 'refused' || l.message === 'refusals suppressed')).toEqual([]);
-    } finally {
-      await gw.close();
-    }
+    const logs = await start({ warmup: { streams: 24 }, limits: { maxRequestBodyBytes: 10 } });
+    await new Promise((r) => setTimeout(r, 1200));
+    expect(logs.lines.filter((l) => l.message === 'warm-up done')).toMatchObject([{ level: 'warn', streams: 24, failed: 24 }]);
+    expect(logs.lines.filter((l) => l.message === 'refused' || l.message === 'refusals suppressed')).toEqual([]);
   });
 
   it('refuses a count that is not a whole number of at most 100000', () => {
