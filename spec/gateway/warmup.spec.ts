@@ -127,10 +127,15 @@ describe('warm-up settings', () => {
     expect((await metrics.streams.get()).values).toEqual([expect.objectContaining({ labels: { route: '/elsewhere', outcome: 'completed' }, value: 3 })]);
   });
 
+  it('skips the routes whose bodies are smaller than its requests', async () => {
+    const logs = await start({ warmup: { streams: 12 }, limits: { maxRequestBodyBytes: 10 } });
+    expect(warmLines(logs)).toMatchObject([{ message: 'warm-up skipped', reason: expect.stringContaining('smaller bodies') }]);
+  });
+
   it('leaves no refusal of its own in the logs, even one summed up after it', async () => {
-    // Every warm-up request is refused (its body is over 10 bytes), more than the refusal log
-    // writes in a second: the rest wait for a summary line at the second's end.
-    const logs = await start({ warmup: { streams: 24 }, limits: { maxRequestBodyBytes: 10 } });
+    // Every warm-up request is refused (its body holds more than 2 JSON values), more than the
+    // refusal log writes in a second: the rest wait for a summary line at the second's end.
+    const logs = await start({ warmup: { streams: 24 }, limits: { maxRequestBodyValues: 2 } });
     await new Promise((r) => setTimeout(r, 1200));
     expect(logs.lines.filter((l) => l.message === 'warm-up done')).toMatchObject([{ level: 'warn', streams: 24, failed: 24 }]);
     expect(logs.lines.filter((l) => l.message === 'refused' || l.message === 'refusals suppressed')).toEqual([]);

@@ -119,9 +119,9 @@ export async function startGateway(config: GatewayConfig, options: Omit<GatewayD
  * cannot listen) logs `warm-up failed` and the gateway starts cold.
  */
 async function warmUpQuietly(app: GatewayApp, serverOptions: http.ServerOptions, options: WarmupOptions, logger: Logger): Promise<void> {
-  const routes = warmupRoutes(app.gateway.routes, options.policyPaths ?? new Set());
+  const routes = warmupRoutes(app.gateway.routes, options.policyPaths ?? new Set(), options.limits.maxRequestBodyBytes);
   if (routes.length === 0) {
-    logger.info('warm-up skipped', { reason: 'no route to warm: each is resumable, non-stream, parameterized or runs a policy function' });
+    logger.info('warm-up skipped', { reason: 'no route to warm: each is resumable, non-stream, parameterized, runs a policy function or takes smaller bodies than a warm-up request' });
     return;
   }
   logger.info('warming up', { streams: options.streams, routes: routes.map((r) => r.path) });

@@ -43,7 +43,7 @@ export interface WarmupOptions {
   /** Streams to relay in all (0: none). */
   streams: number;
   /** Admission limits of the app (0: no limit): the warm-up keeps below each. */
-  limits: Pick<AdmissionLimits, 'maxConnections' | 'maxStreams' | 'maxStreamsPerClient'>;
+  limits: Pick<AdmissionLimits, 'maxConnections' | 'maxStreams' | 'maxStreamsPerClient' | 'maxRequestBodyBytes'>;
   /** Paths whose routes run an embedder's policy function: not warmed. */
   policyPaths?: ReadonlySet<string> | undefined;
 }
@@ -51,11 +51,21 @@ export interface WarmupOptions {
 /**
  * The routes a warm-up relays streams through: the event-stream routes whose streams are
  * self-contained. Left out: non-stream routes (`stream: false`, JSON APIs), resumable routes
- * (their streams would enter the resume store, Redis included) and routes with a policy function
- * of the embedder's (user code with effects of its own).
+ * (their streams would enter the resume store, Redis included), routes with a policy function
+ * of the embedder's (user code with effects of its own), and routes whose warm-up request body
+ * is over `maxRequestBodyBytes` (bytes; every one of its streams would be refused 413).
  */
-export function warmupRoutes(routes: readonly ResolvedRoute[], policyPaths: ReadonlySet<string>): ResolvedRoute[] {
-  return routes.filter((r) => API_SPECS[r.api].streams && r.stream && r.resume === undefined && !r.resumable && !policyPaths.has(r.path) && LITERAL_PATH.test(r.path));
+export function warmupRoutes(routes: readonly ResolvedRoute[], policyPaths: ReadonlySet<string>, maxRequestBodyBytes = Infinity): ResolvedRoute[] {
+  return routes.filter(
+    (r) =>
+      API_SPECS[r.api].streams &&
+      r.stream &&
+      r.resume === undefined &&
+      !r.resumable &&
+      !policyPaths.has(r.path) &&
+      LITERAL_PATH.test(r.path) &&
+      Buffer.byteLength(requestBodyOf(r) ?? '') <= maxRequestBodyBytes,
+  );
 }
 
 /**
@@ -83,7 +93,7 @@ const LITERAL_PATH = /^\/[A-Za-z0-9\-._~$&',;=@/]*$/;
 export async function warmUp(app: GatewayApp, serverOptions: http.ServerOptions, options: WarmupOptions): Promise<WarmupResult> {
   const started = performance.now();
   const { streams, limits } = options;
-  const routes = streams > 0 ? warmupRoutes(app.gateway.routes, options.policyPaths ?? new Set()) : [];
+  const routes = streams > 0 ? warmupRoutes(app.gateway.routes, options.policyPaths ?? new Set(), limits.maxRequestBodyBytes) : [];
   if (routes.length === 0) return { streams: 0, failed: 0, routes: [], ms: 0 };
   const upstreams = await startUpstreams(routes);
   const saved = routes.map((r) => r.url);
@@ -130,6 +140,11 @@ async function settled(app: GatewayApp, ms: number): Promise<void> {
   }
 }
 
+/** The body of a warm-up request to `route`: JSON for a route that takes POST, none for a GET-only one. */
+function requestBodyOf(route: ResolvedRoute): string | undefined {
+  return route.methods.includes('POST') ? bodyFor(route.api) : undefined;
+}
+
 /** The request body a client of `api` sends for a short stream. */
 function bodyFor(api: RouteApi): string {
   const messages = [{ role: 'user', content: 'warm-up' }];
@@ -146,8 +161,8 @@ function bodyFor(api: RouteApi): string {
 /** One stream through `route` on a new connection, read to its end: whether it answered 200 (never rejects). */
 function relayOne(port: number, route: ResolvedRoute): Promise<boolean> {
   return new Promise<boolean>((resolve) => {
-    const post = route.methods.includes('POST');
-    const body = post ? bodyFor(route.api) : undefined;
+    const body = requestBodyOf(route);
+    const post = body !== undefined;
     const headers: http.OutgoingHttpHeaders = { accept: 'text/event-stream' };
     if (body !== undefined) Object.assign(headers, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
     const req = http.request({ host: '127.0.0.1', port, path: route.path, method: post ? 'POST' : 'GET', headers, agent: false }, (res) => {
