@@ -59,9 +59,9 @@ export async function startGateway(config: GatewayConfig, options: Omit<GatewayD
     const streams = config.warmup.streams ?? 0;
     if (streams > 0) {
       if (config.port !== 0) await checkBindable(config.host, config.port);
-      const warmOptions = { streams, limits: config.limits, policyPaths: new Set(Object.keys(options.policies ?? {})) };
+      const routes = warmupRoutes(app.gateway.routes, new Set(Object.keys(options.policies ?? {})), config.limits.maxRequestBodyBytes);
       if (options.metrics !== undefined) logger.info('warm-up skipped', { reason: 'the metrics are shared (options.metrics): a warm-up would count its streams there' });
-      else await warmUpQuietly(app, serverOptions, warmOptions, logger);
+      else await warmUpQuietly(app, serverOptions, { streams, limits: config.limits, routes }, logger);
     }
     server = http.createServer({ ...serverOptions, ...serverTimeouts(config) }, app);
     server.on('connection', (socket: net.Socket) => app.gateway.admission.trackConnection(socket));
@@ -119,7 +119,7 @@ export async function startGateway(config: GatewayConfig, options: Omit<GatewayD
  * cannot listen) logs `warm-up failed` and the gateway starts cold.
  */
 async function warmUpQuietly(app: GatewayApp, serverOptions: http.ServerOptions, options: WarmupOptions, logger: Logger): Promise<void> {
-  const routes = warmupRoutes(app.gateway.routes, options.policyPaths ?? new Set(), options.limits.maxRequestBodyBytes);
+  const { routes } = options;
   if (routes.length === 0) {
     logger.info('warm-up skipped', { reason: 'no route to warm: each is resumable, non-stream, parameterized, runs a policy function or takes smaller bodies than a warm-up request' });
     return;

@@ -43,9 +43,9 @@ export interface WarmupOptions {
   /** Streams to relay in all (0: none). */
   streams: number;
   /** Admission limits of the app (0: no limit): the warm-up keeps below each. */
-  limits: Pick<AdmissionLimits, 'maxConnections' | 'maxStreams' | 'maxStreamsPerClient' | 'maxRequestBodyBytes'>;
-  /** Paths whose routes run an embedder's policy function: not warmed. */
-  policyPaths?: ReadonlySet<string> | undefined;
+  limits: Pick<AdmissionLimits, 'maxConnections' | 'maxStreams' | 'maxStreamsPerClient'>;
+  /** The app's routes to warm, as {@link warmupRoutes} picks them. */
+  routes: readonly ResolvedRoute[];
 }
 
 /**
@@ -55,7 +55,7 @@ export interface WarmupOptions {
  * of the embedder's (user code with effects of its own), and routes whose warm-up request body
  * is over `maxRequestBodyBytes` (bytes; every one of its streams would be refused 413).
  */
-export function warmupRoutes(routes: readonly ResolvedRoute[], policyPaths: ReadonlySet<string>, maxRequestBodyBytes = Infinity): ResolvedRoute[] {
+export function warmupRoutes(routes: readonly ResolvedRoute[], policyPaths: ReadonlySet<string>, maxRequestBodyBytes: number): ResolvedRoute[] {
   return routes.filter(
     (r) =>
       API_SPECS[r.api].streams &&
@@ -77,7 +77,7 @@ const LITERAL_PATH = /^\/[A-Za-z0-9\-._~$&',;=@/]*$/;
 
 /**
  * Relays `options.streams` streams through `app` before it serves: round-robin over
- * {@link warmupRoutes}, {@link WARMUP_CONCURRENCY} at a time (fewer when a limit of
+ * `options.routes`, {@link WARMUP_CONCURRENCY} at a time (fewer when a limit of
  * `options.limits` is lower), for at most {@link WARMUP_TIME_LIMIT_MS}, each a new connection to
  * a private listener on 127.0.0.1 built with `serverOptions` (the options the gateway's own
  * server uses, so requests and responses get the same hidden classes). While it runs, the routes'
@@ -92,9 +92,8 @@ const LITERAL_PATH = /^\/[A-Za-z0-9\-._~$&',;=@/]*$/;
  */
 export async function warmUp(app: GatewayApp, serverOptions: http.ServerOptions, options: WarmupOptions): Promise<WarmupResult> {
   const started = performance.now();
-  const { streams, limits } = options;
-  const routes = streams > 0 ? warmupRoutes(app.gateway.routes, options.policyPaths ?? new Set(), limits.maxRequestBodyBytes) : [];
-  if (routes.length === 0) return { streams: 0, failed: 0, routes: [], ms: 0 };
+  const { streams, limits, routes } = options;
+  if (streams === 0 || routes.length === 0) return { streams: 0, failed: 0, routes: [], ms: 0 };
   const upstreams = await startUpstreams(routes);
   const saved = routes.map((r) => r.url);
   const server = http.createServer(serverOptions, app);
