@@ -20,4 +20,4 @@ COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 USER node
 EXPOSE 8080 9090
-CMD ["node", "--max-semi-space-size=8", "dist/gateway/cli.js"]
+CMD ["node", "dist/gateway/cli.js"]

@@ -157,7 +157,7 @@ describe('Dockerfile', () => {
   });
 
   it('starts the gateway by default, with the node flags of npm start', () => {
-    expect(START_NODE_FLAGS).toEqual(['--max-semi-space-size=8']);
+    expect(START_NODE_FLAGS).toEqual([]);
     const cmd = /^CMD (\[.*\])$/m.exec(text)?.[1];
     expect(cmd === undefined ? undefined : JSON.parse(cmd)).toEqual(['node', ...START_NODE_FLAGS, 'dist/gateway/cli.js']);
   });
