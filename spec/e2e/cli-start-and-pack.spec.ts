@@ -31,9 +31,9 @@ describe('tidegate CLI start errors', () => {
   });
 
   it.each([
-    ['IPv4', '127.0.0.1'],
-    ['IPv6', '::1'],
-  ])('--port <busy> on %s prints one line and exits 1', async (_n, host) => {
+    ['IPv4', '127.0.0.1', '127.0.0.1'],
+    ['IPv6', '::1', '[::1]'],
+  ])('--port <busy> on %s prints one line and exits 1', async (_n, host, shown) => {
     busy = net.createServer();
     await new Promise<void>((r) => busy.listen(0, host, r));
     const port = (busy.address() as AddressInfo).port;
@@ -43,7 +43,7 @@ describe('tidegate CLI start errors', () => {
     expect(stdout).not.toMatch(/EADDRINUSE|at Server/);
     const lines = stderr.trim().split('\n');
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toContain(`${host}:${port}`);
+    expect(lines[0]).toContain(`cannot listen on ${shown}:${port}:`);
     expect(lines[0]).toContain('address already in use');
   });
 });

@@ -227,6 +227,19 @@ describe('tidegate CLI: warm-up', () => {
     }
   });
 
+  it('exits 0 with one line on SIGTERM during the warm-up', async () => {
+    const cli = run(['--warmup-streams', '100000'], { TIDEGATE_WARMUP_STREAMS: undefined });
+    children.push(cli.child);
+    for (const deadline = Date.now() + 10_000; !jsonLines(cli).some((l) => l.message === 'warming up'); ) {
+      if (Date.now() > deadline || cli.child.exitCode !== null) throw new Error(`no warming up line: ${cli.stdout()} ${cli.stderr()}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    cli.child.kill('SIGTERM');
+    expect(await cli.exit).toBe(0);
+    expect(jsonLines(cli).filter((l) => String(l.message).startsWith('shutdown'))).toEqual([expect.objectContaining({ message: 'shutdown requested before listening', signal: 'SIGTERM' })]);
+    expect(cli.stdout()).not.toMatch(/listening on/);
+  });
+
   it('skips it with --warmup-streams 0', async () => {
     const cli = run(['--warmup-streams', '0'], { TIDEGATE_WARMUP_STREAMS: undefined });
     children.push(cli.child);

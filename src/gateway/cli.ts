@@ -96,7 +96,19 @@ async function main(): Promise<void> {
     extraRoutes,
   });
   const logger = createLogger();
+  // A signal before the gateway listens (during the warm-up): no client has been served, so
+  // there is nothing to drain. The process says so and exits as a drained shutdown does.
+  const beforeListening = (signal: NodeJS.Signals): void => {
+    logger.silent = false; // the warm-up silences it
+    logger.info('shutdown requested before listening', { signal });
+    flushStdoutLines();
+    process.exit(0);
+  };
+  process.on('SIGTERM', beforeListening);
+  process.on('SIGINT', beforeListening);
   const gateway = await startGateway({ ...config, warmup: { streams: config.warmup.streams ?? DEFAULT_WARMUP_STREAMS } }, { logger });
+  process.off('SIGTERM', beforeListening);
+  process.off('SIGINT', beforeListening);
   let firstSignalAt: number | undefined;
   const stop = (signal: NodeJS.Signals): void => {
     if (firstSignalAt !== undefined) {
@@ -182,7 +194,9 @@ function describeStartError(err: unknown): string {
   const e = err as NodeJS.ErrnoException & { address?: string; port?: number };
   if (e?.syscall === 'listen' && (e.code === 'EADDRINUSE' || e.code === 'EACCES' || e.code === 'EADDRNOTAVAIL')) {
     const reason = e.code === 'EADDRINUSE' ? 'address already in use' : e.code === 'EACCES' ? 'permission denied' : 'address not available';
-    return `cannot listen on ${e.address ?? '?'}:${e.port ?? '?'}: ${reason} (choose another with --port / PORT or --host / HOST)`;
+    // An IPv6 address in brackets, as in a URL: `[::1]:8080`.
+    const address = e.address === undefined ? '?' : e.address.includes(':') ? `[${e.address}]` : e.address;
+    return `cannot listen on ${address}:${e.port ?? '?'}: ${reason} (choose another with --port / PORT or --host / HOST)`;
   }
   // A host that does not resolve: the listener looks it up before it binds.
   if (e?.syscall === 'getaddrinfo') return `cannot listen on ${JSON.stringify((e as { hostname?: string }).hostname ?? '?')}: no such host (${e.code ?? 'getaddrinfo'}; choose another with --host / HOST)`;
