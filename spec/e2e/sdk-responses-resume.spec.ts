@@ -139,6 +139,33 @@ describe('responses.retrieve({ stream: true, starting_after }) on a resumable ro
     expect(parse(await again.text())).toEqual([kept[kept.length - 1], error, failed]);
   });
 
+  it("sends a failed stream's error events only to a client that has not read them: those numbered after starting_after", async () => {
+    type Wire = { event: string | undefined; sequence: unknown };
+    const parse = (text: string): Wire[] =>
+      text
+        .split('\n\n')
+        .filter((block) => block.trim() !== '')
+        .map((block) => ({ event: /^event: (.*)$/m.exec(block)?.[1], sequence: (JSON.parse(/^data: (.*)$/m.exec(block)?.[1] ?? 'null') as { sequence_number?: unknown }).sequence_number }));
+    const res = await fetch(`${t.gateway.url}/v1/responses`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer k', 'x-sim-fault': 'truncate', 'x-sim-fault-after': '3' },
+      body: JSON.stringify({ model: 'sim-responses', input: 'hi', stream: true }),
+    });
+    const text = await res.text();
+    const original = parse(text);
+    const [error, failed] = original.slice(-2);
+    expect([error!.event, failed!.event]).toEqual(['error', 'response.failed']);
+    expect(failed!.sequence).toBe((error!.sequence as number) + 1);
+    const id = (JSON.parse(/^data: (.*)$/m.exec(text)![1]!) as { response: { id: string } }).response.id;
+    const resume = async (after: unknown): Promise<Wire[]> => {
+      const again = await fetch(`${t.gateway.url}/v1/responses/${id}?stream=true&starting_after=${String(after)}`, { headers: { authorization: 'Bearer k' } });
+      expect(again.status).toBe(200);
+      return parse(await again.text());
+    };
+    expect(await resume(error!.sequence)).toEqual([failed]);
+    expect(await resume(failed!.sequence)).toEqual([]);
+  });
+
   it('refuses a starting_after past the events relayed so far with 400', async () => {
     const first = await readEvents(await client().responses.create({ model: 'sim-long', input: 'hi', stream: true }, slow), 5);
     const err = await refusal(client().responses.retrieve(responseIdOf(first), { stream: true, starting_after: 100_000 }));

@@ -10,6 +10,8 @@ import { eventTypeOf, num, obj, parseObject, reencoder } from './wire';
 interface ResponsesState {
   /** The last `sequence_number` relayed (-1 before any). */
   sequence: number;
+  /** The client already has the events numbered up to this (a resume's `starting_after`; -1: none). */
+  clientHas: number;
   responseId: string | undefined;
   model: string | undefined;
   createdAt: number | undefined;
@@ -73,7 +75,7 @@ export function responseIdOf(bytes: Buffer): string | undefined {
 
 /** One stream's Responses adapter (see {@link responsesAdapter}). */
 function responsesStream(): ProviderAdapter {
-  const state: ResponsesState = { sequence: -1, responseId: undefined, model: undefined, createdAt: undefined };
+  const state: ResponsesState = { sequence: -1, clientHas: -1, responseId: undefined, model: undefined, createdAt: undefined };
   // Every field of responsesAdapter, written out: V8 builds a literal that spreads an object and
   // adds keys it lacks (`observe`, `needsDecode`) on its slow path, about 7 µs per stream.
   const shared = responsesAdapter;
@@ -92,7 +94,9 @@ function responsesStream(): ProviderAdapter {
         const wire = wireOf(e);
         const body = parseObject(e.data);
         const type = eventTypeOf(e, body);
-        const seq = num(body?.sequence_number);
+        // An upstream `error` or `response.failed` never reaches the client: formatError writes
+        // the gateway's own pair in its place, numbered on from the last event the client got.
+        const seq = type === 'error' || type === 'response.failed' ? undefined : num(body?.sequence_number);
         if (seq !== undefined && seq > state.sequence) state.sequence = seq;
         const response = obj(body?.response);
         if (response !== undefined) {
@@ -126,6 +130,9 @@ function responsesStream(): ProviderAdapter {
       if (typeof response?.model === 'string') state.model = response.model;
       if (typeof response?.created_at === 'number') state.createdAt = response.created_at;
     },
+    resumedAfter(position) {
+      state.clientHas = position;
+    },
     // The byte relay decodes a frame (after the first text) only when it may end the stream.
     needsDecode: (frame) => responsesNeedsDecode(frame, state),
     formatError(error): SseFrame {
@@ -146,7 +153,9 @@ function responsesStream(): ProviderAdapter {
           usage: null,
         },
       };
-      return new SseFrame(Buffer.from(encodeSse({ event: 'error', data: JSON.stringify(errorEvent) }) + encodeSse({ event: 'response.failed', data: JSON.stringify(failed) })));
+      // A resume after these numbers (its client read them before it left) gets neither again.
+      const errorText = errorEvent.sequence_number > state.clientHas ? encodeSse({ event: 'error', data: JSON.stringify(errorEvent) }) : '';
+      return new SseFrame(Buffer.from(errorText + (failed.sequence_number > state.clientHas ? encodeSse({ event: 'response.failed', data: JSON.stringify(failed) }) : '')));
     },
   };
 }

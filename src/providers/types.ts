@@ -79,6 +79,14 @@ export interface ProviderAdapter {
    * {@link forStream} adapter.
    */
   observe?: ((event: Buffer) => void) | undefined;
+  /**
+   * Tells this stream's adapter that its client already has every event numbered up to
+   * `position` in the provider's own numbering (Responses: `starting_after`, a
+   * `sequence_number`): the error frames {@link formatError} writes from then on leave out the
+   * events so numbered, so a stream resumed after its own error events gets none twice. Only on a
+   * {@link forStream} adapter.
+   */
+  resumedAfter?: ((position: number) => void) | undefined;
   /** An error answered before the stream started: status and JSON body in the provider's shape. */
   sendHttpError(res: ServerResponse, error: unknown): void;
   /**

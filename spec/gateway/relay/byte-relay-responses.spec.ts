@@ -91,3 +91,26 @@ describe('Responses needsDecode vs the event relay (terminal events, errors, irr
     expect(seen.some((x) => x.data.includes('NOT-RELAYED'))).toBe(false);
   });
 });
+
+describe("an upstream error's sequence_number on the Responses route", () => {
+  const h = useRelayHarness(bothRelays);
+  const failed = ev('response.failed', 7, { response: { ...response('failed', null), error: { code: 'server_error', message: 'boom' } } });
+
+  it.each([
+    ['event: error', ev('error', 7, { code: 'server_error', message: 'boom', param: null })],
+    ['event: response.failed', failed],
+  ])('%s is replaced by error and response.failed numbered on from the last event relayed', async (name, errorEvent) => {
+    const script = `resp-seq-${name}`;
+    h.up.scripts.set(script, () => paced([HEAD, errorEvent, AFTER]));
+    const { bytes, events } = await throughBothRelays(h, script);
+    for (const body of [bytes.body, events.body]) {
+      const numbered = clientEvents(body).map((x) => [x.event, (JSON.parse(x.data) as { sequence_number: number }).sequence_number]);
+      expect(numbered).toEqual([
+        ['response.created', 0],
+        ['response.output_text.delta', 1],
+        ['error', 2],
+        ['response.failed', 3],
+      ]);
+    }
+  });
+});

@@ -60,11 +60,13 @@ export function recordResumeRefusal(
  * `ERR_TIDEGATE_RESUME_GAP` when some events after `seq` left the window; each is counted and
  * logged as any refusal ({@link recordResumeRefusal}). `resumeAt`, when
  * given, names the last event the client has instead of `Last-Event-ID` / `after` (a provider's
- * own position, such as the Responses `starting_after`, mapped to a seq with the stream's log).
+ * own position, such as the Responses `starting_after`, mapped to a seq with the stream's log);
+ * `position` is that own position itself, handed to the adapter's `resumedAfter` so the error
+ * events a failed stream ends with are not sent again to a client that has them.
  *
  * Resolves when the resumed response ended.
  */
-export async function serveResume(req: Request, res: Response, streamId: string, deps: ResumeEndpointDeps, ownRoute?: string, resumeAt?: (stored: StoredStream) => Promise<number>): Promise<void> {
+export async function serveResume(req: Request, res: Response, streamId: string, deps: ResumeEndpointDeps, ownRoute?: string, resumeAt?: (stored: StoredStream) => Promise<number>, position?: number): Promise<void> {
   const { service, logger } = deps;
   let errorShape: Pick<ProviderAdapter, 'sendHttpError'> = ownRoute === undefined ? deps.fallback(req) : deps.adapterOf(ownRoute);
   let routePath = '';
@@ -80,6 +82,7 @@ export async function serveResume(req: Request, res: Response, streamId: string,
     const base = deps.adapterOf(routePath);
     const adapter = base.forStream?.() ?? base;
     errorShape = adapter;
+    if (position !== undefined) adapter.resumedAfter?.(position);
     if (!credentialMatches(stored.meta.credentialHash, credentialHash(req.headers))) throw new ResumeForbiddenError();
     const afterSeq = resumeAt === undefined ? resumePoint(req, streamId) : await resumeAt(stored);
     if (adapter.observe !== undefined) {

@@ -20,7 +20,7 @@ const TERMINAL_TYPES = new Set(['response.completed', 'response.incomplete', 're
  *
  * | Query | Answer |
  * |---|---|
- * | `stream=true&starting_after=n` | the events with `sequence_number` > `n`, then the live ones, ending as the original (see {@link seqAfterSequenceNumber}) |
+ * | `stream=true&starting_after=n` | the events with `sequence_number` > `n`, then the live ones, ending as the original: its error events too, those numbered > `n` (see {@link seqAfterSequenceNumber}) |
  * | `stream=true` | the whole stream, from `response.created` |
  * | no `stream=true` | the final `response` object of the log's `response.completed` / `incomplete` / `failed`; 409 `ERR_TIDEGATE_RESPONSE_IN_PROGRESS` while it streams |
  *
@@ -44,7 +44,7 @@ export async function serveResponsesRetrieve(req: Request, res: Response, routeP
     return;
   }
   if (query.stream) {
-    return serveResume(req, res, resolved ?? '', deps, routePath, async (stored) => seqAfterSequenceNumber(await stored.snapshot(), query.startingAfter));
+    return serveResume(req, res, resolved ?? '', deps, routePath, async (stored) => seqAfterSequenceNumber(await stored.snapshot(), query.startingAfter), query.startingAfter);
   }
   try {
     const stored = resolved === undefined ? undefined : await deps.service.find(resolved);
