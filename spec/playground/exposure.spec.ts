@@ -30,6 +30,19 @@ describe('playground exposure', () => {
     expect(await surfaces('0.0.0.0')).toEqual({ page: 404, runs: 404, debug: 404 });
   });
 
+  it('says in the startup log who it is served to', async () => {
+    const said = async (host: string, enabled?: boolean): Promise<unknown> => {
+      const capture = new CaptureTransport();
+      const gw = await startGateway(parseConfig({ port: 0, host, upstream: { url: 'http://127.0.0.1:1' }, ...(enabled === undefined ? {} : { playground: { enabled } }) }), { logger: createLogger({ transports: [capture] }) });
+      await gw.close();
+      return capture.lines.find((l) => l.message === 'gateway listening')?.playground;
+    };
+    expect(await said('0.0.0.0')).toBe('off: the host is not loopback (--playground serves it)');
+    expect(await said('0.0.0.0', true)).toBe('on, every address');
+    expect(await said('127.0.0.1')).toBe('on, requests that arrive on loopback');
+    expect(await said('127.0.0.1', false)).toBe('off');
+  });
+
   it('is on with playground.enabled: true on a non-loopback address', async () => {
     expect(await surfaces('0.0.0.0', { playground: { enabled: true } })).toEqual({ page: 200, runs: 201, debug: 404 });
   });

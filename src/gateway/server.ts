@@ -8,6 +8,7 @@ import { deferContinue } from './expect-continue';
 import { applyListenerBounds } from './kernel-bounds';
 import { createLogger, type Logger } from './logger';
 import { warmUp, warmupRoutes, type WarmupOptions } from './warmup';
+import { playgroundEnabled } from '../playground/exposure';
 
 /** A running gateway. */
 export interface RunningGateway {
@@ -81,7 +82,12 @@ export async function startGateway(config: GatewayConfig, options: Omit<GatewayD
   applyListenerBounds(server, app.gateway.routes);
   const port = (server.address() as AddressInfo).port;
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
-  logger.info('gateway listening', { url, upstream: config.upstream.url ? 'configured' : 'simulator', routes: app.gateway.endpoints.map((e) => describeEndpoint(e, true)) });
+  logger.info('gateway listening', {
+    url,
+    upstream: config.upstream.url ? 'configured' : 'simulator',
+    routes: app.gateway.endpoints.map((e) => describeEndpoint(e, true)),
+    playground: playgroundExposure(config),
+  });
   let stopping: Promise<void> | undefined;
   const shutdown = (graceMs = config.shutdown.graceMs): Promise<void> =>
     (stopping ??= (async () => {
@@ -200,4 +206,11 @@ export function expressServerOptions(app: Express): http.ServerOptions {
     IncomingMessage: adopt(http.IncomingMessage, 'request') as typeof http.IncomingMessage,
     ServerResponse: adopt(http.ServerResponse, 'response') as typeof http.ServerResponse,
   };
+}
+
+/** Who `/playground` is served to, as the startup log says it: off on a non-loopback host unless enabled. */
+function playgroundExposure(config: GatewayConfig): string {
+  if (config.playground.enabled === true) return 'on, every address';
+  if (!playgroundEnabled(config.playground.enabled, config.host)) return config.playground.enabled === false ? 'off' : 'off: the host is not loopback (--playground serves it)';
+  return 'on, requests that arrive on loopback';
 }
