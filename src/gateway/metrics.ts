@@ -80,7 +80,7 @@ export class GatewayMetrics {
   constructor(options: { defaultMetrics?: boolean | undefined } = {}) {
     const registry = (this.registry = new Registry());
     const live = this.live;
-    this.activeStreams = new Gauge({ name: 'tidegate_active_streams', help: 'Streams being relayed now.', labelNames: ['route'], registers: [registry] });
+    this.activeStreams = new Gauge({ name: 'tidegate_active_streams', help: 'Requests being relayed now: streams, and whole answers (stream: false, model lists).', labelNames: ['route'], registers: [registry] });
     this.upstreamRequests = new Counter({
       name: 'tidegate_upstream_requests_total',
       help: 'Upstream requests by outcome: ok (streaming or JSON answer), http_<status>, redirect, unreachable, reset, timeout, aborted, error.',
