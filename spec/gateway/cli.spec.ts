@@ -240,6 +240,30 @@ describe('tidegate CLI: warm-up', () => {
     expect(cli.stdout()).not.toMatch(/listening on/);
   });
 
+  // The signal arrives as express is required: before main() runs, with nothing of the gateway set up.
+  it.each([
+    ['during the warm-up', '100000', 'shutdown requested before listening'],
+    ['once it listens (no warm-up: nothing waits for the event loop before)', '0', 'shutdown requested'],
+  ])('exits 0 after a SIGTERM that arrived while its modules loaded, handled %s', async (_when, warmupStreams, message) => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'tidegate-cli-signal-'));
+    const preload = path.join(dir, 'signal-on-express.js');
+    writeFileSync(
+      preload,
+      "const Module = require('node:module'); const load = Module._load; let sent = false;\n" +
+        "Module._load = function (request, ...rest) { if (request === 'express' && !sent) { sent = true; process.kill(process.pid, 'SIGTERM'); } return load.call(this, request, ...rest); };\n",
+    );
+    try {
+      const cli = run(['--warmup-streams', warmupStreams], { NODE_OPTIONS: `--require ${preload}`, TIDEGATE_WARMUP_STREAMS: undefined });
+      children.push(cli.child);
+      const timer = setTimeout(() => cli.child.kill('SIGKILL'), 15_000); // a lost signal: the gateway would run on
+      expect(await cli.exit).toBe(0);
+      clearTimeout(timer);
+      expect(jsonLines(cli).filter((l) => String(l.message).startsWith('shutdown'))).toEqual([expect.objectContaining({ message, signal: 'SIGTERM' })]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('skips it with --warmup-streams 0', async () => {
     const cli = run(['--warmup-streams', '0'], { TIDEGATE_WARMUP_STREAMS: undefined });
     children.push(cli.child);

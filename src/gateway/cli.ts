@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { releaseEarlySignals } from './early-signals'; // first: see its module comment
 import { parseArgs } from 'node:util';
 import { redactUrlAsGiven } from '../http/redact';
 import { API_SPECS, ConfigError, DEFAULT_APIS, DEFAULT_WARMUP_STREAMS, loadConfig } from './config';
@@ -106,9 +107,8 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', beforeListening);
   process.on('SIGINT', beforeListening);
+  releaseEarlySignals();
   const gateway = await startGateway({ ...config, warmup: { streams: config.warmup.streams ?? DEFAULT_WARMUP_STREAMS } }, { logger });
-  process.off('SIGTERM', beforeListening);
-  process.off('SIGINT', beforeListening);
   let firstSignalAt: number | undefined;
   const stop = (signal: NodeJS.Signals): void => {
     if (firstSignalAt !== undefined) {
@@ -133,8 +133,12 @@ async function main(): Promise<void> {
       },
     );
   };
+  // Added before the handlers above are removed: a signal's last listener going closes Node's
+  // watch of it, and a signal that arrived but was not dispatched yet would be lost with it.
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
+  process.off('SIGTERM', beforeListening);
+  process.off('SIGINT', beforeListening);
   // The one plain-text line (README's quick start quotes it), printed once a signal drains: a
   // supervisor that signals as soon as it reads the line gets the drain, not node's default kill.
   // Userinfo and query values of the upstream URL are credentials: never printed.
