@@ -4,7 +4,8 @@
  * signal's handler only once something listens to it; until then the kernel's default action
  * kills the process (exit 143 / 130) with nothing logged. A signal that arrives while the modules
  * load waits here for the event loop, which runs it through the listeners `main()` has installed
- * by then ({@link releaseEarlySignals}): the documented "shutdown requested before listening".
+ * by then ({@link releaseEarlySignals}): a `shutdown requested before listening` line during the
+ * warm-up, else the drain of a gateway that just started listening; exit 0 either way.
  */
 const ignore = (): void => undefined;
 process.on('SIGTERM', ignore);
