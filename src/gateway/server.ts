@@ -8,7 +8,7 @@ import { deferContinue } from './expect-continue';
 import { applyListenerBounds } from './kernel-bounds';
 import { createLogger, type Logger } from './logger';
 import { warmUp, warmupRoutes, type WarmupOptions } from './warmup';
-import { playgroundEnabled } from '../playground/exposure';
+import { playgroundExposure } from '../playground/exposure';
 
 /** A running gateway. */
 export interface RunningGateway {
@@ -86,7 +86,7 @@ export async function startGateway(config: GatewayConfig, options: Omit<GatewayD
     url,
     upstream: config.upstream.url ? 'configured' : 'simulator',
     routes: app.gateway.endpoints.map((e) => describeEndpoint(e, true)),
-    playground: playgroundExposure(config),
+    playground: playgroundExposure(config.playground.enabled, config.host),
   });
   let stopping: Promise<void> | undefined;
   const shutdown = (graceMs = config.shutdown.graceMs): Promise<void> =>
@@ -208,9 +208,3 @@ export function expressServerOptions(app: Express): http.ServerOptions {
   };
 }
 
-/** Who `/playground` is served to, as the startup log says it: off on a non-loopback host unless enabled. */
-function playgroundExposure(config: GatewayConfig): string {
-  if (config.playground.enabled === true) return 'on, every address';
-  if (!playgroundEnabled(config.playground.enabled, config.host)) return config.playground.enabled === false ? 'off' : 'off: the host is not loopback (--playground serves it)';
-  return 'on, requests that arrive on loopback';
-}

@@ -24,6 +24,15 @@ export function playgroundEnabled(enabled: boolean | undefined, host: string): b
 }
 
 /**
+ * Who the gateway serves `/playground` to, in words for its startup log: the rule of
+ * {@link playgroundEnabled}, and per request that of {@link arrivedOnLoopback} unless `enabled`.
+ */
+export function playgroundExposure(enabled: boolean | undefined, host: string): string {
+  if (!playgroundEnabled(enabled, host)) return enabled === false ? 'off' : 'off: the host is not loopback (--playground serves it)';
+  return enabled === true ? 'on, every address' : 'on, requests that arrive on loopback';
+}
+
+/**
  * The same rule per request, for a gateway whose `host` says loopback: the request must also
  * have arrived on a loopback address of this machine (`req.socket.localAddress`). An app that
  * embeds the gateway and calls `app.listen(port)` binds every interface whatever `host` says;

@@ -154,8 +154,8 @@ function responsesStream(): ProviderAdapter {
         },
       };
       // A resume after these numbers (its client read them before it left) gets neither again.
-      const errorText = errorEvent.sequence_number > state.clientHas ? encodeSse({ event: 'error', data: JSON.stringify(errorEvent) }) : '';
-      return new SseFrame(Buffer.from(errorText + (failed.sequence_number > state.clientHas ? encodeSse({ event: 'response.failed', data: JSON.stringify(failed) }) : '')));
+      const unread = (event: string, body: { sequence_number: number }): string => (body.sequence_number > state.clientHas ? encodeSse({ event, data: JSON.stringify(body) }) : '');
+      return new SseFrame(Buffer.from(unread('error', errorEvent) + unread('response.failed', failed)));
     },
   };
 }
