@@ -8,6 +8,7 @@
 // Usage: node bench/warmup.js [--target tidegate-pass|tidegate-openai|tidegate-responses|naive|pipeline|hpm]
 //                             [--windows 8] [--window 1000] [--concurrency 20] [--runs 2]
 //                             [--warmup-streams N]   (tidegate: its own warm-up before it listens; default 0)
+//                             [--node-flags '--flag ...']   (V8/node flags for the proxy process)
 // Linux only (/proc). Prints one line per run: how long the proxy took to listen, then main/process
 // ms per stream by window.
 const fs = require('node:fs');
@@ -29,6 +30,7 @@ const windowSize = Number(flag('--window', 1000));
 const concurrency = Number(flag('--concurrency', 20));
 const runs = Number(flag('--runs', 2));
 const warmupStreams = Number(flag('--warmup-streams', 0));
+const nodeFlags = flag('--node-flags', '').split(/\s+/).filter(Boolean);
 const PATHS = { 'tidegate-pass': '/sse', 'tidegate-openai': '/v1/chat/completions', 'tidegate-responses': '/v1/responses' };
 const BASELINES = ['naive', 'pipeline', 'hpm'];
 if (!PATHS[target] && !BASELINES.includes(target)) {
@@ -91,11 +93,11 @@ async function oneRun() {
   let proxy;
   let tmpDir;
   if (BASELINES.includes(target)) {
-    proxy = procs.start(target, process.execPath, [path.join(ROOT, 'bench/baselines.js'), '--mode', target, '--port', String(port), '--upstream', upstreamUrl]);
+    proxy = procs.start(target, process.execPath, [...nodeFlags, path.join(ROOT, 'bench/baselines.js'), '--mode', target, '--port', String(port), '--upstream', upstreamUrl]);
   } else {
     tmpDir = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'tidegate-warmup-'));
     const c = tidegateCommand({ port, upstreamUrl, config: { limits: BENCH_LIMITS, warmup: { streams: warmupStreams } }, tmpDir });
-    proxy = procs.start(target, c.cmd, c.args, { env: c.env });
+    proxy = procs.start(target, c.cmd, [...nodeFlags, ...c.args], { env: c.env });
   }
   const spawnedAt = performance.now();
   await procs.waitForPort(port, 30000, proxy);
@@ -119,7 +121,7 @@ async function oneRun() {
 
 (async () => {
   procs.installHooks();
-  console.log(`${target}${PATHS[target] ? ` (warm-up ${warmupStreams} streams)` : ''}: main/process CPU ms per stream, windows of ${windowSize} streams, ${concurrency} at a time`);
+  console.log(`${target}${PATHS[target] ? ` (warm-up ${warmupStreams} streams)` : ''}${nodeFlags.length ? ` [${nodeFlags.join(' ')}]` : ''}: main/process CPU ms per stream, windows of ${windowSize} streams, ${concurrency} at a time`);
   for (let r = 0; r < runs; r++) {
     const { row, failed, startMs } = await oneRun();
     console.log(`run ${r + 1}: listening after ${startMs} ms; ${row.join('  ')}${failed ? `  (${failed} streams failed)` : ''}`);

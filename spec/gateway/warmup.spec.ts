@@ -1,8 +1,10 @@
 import http from 'node:http';
+import { createGatewayApp } from '../../src/gateway/app';
 import { parseConfig } from '../../src/gateway/config';
 import { createLogger } from '../../src/gateway/logger';
 import { GatewayMetrics } from '../../src/gateway/metrics';
 import { startGateway, type RunningGateway } from '../../src/gateway/server';
+import { startWarmupUpstreams, WARMUP_EVENT_GAP_MS, warmUp, warmupRoutes } from '../../src/gateway/warmup';
 import { listen } from '../harness/net';
 import { CaptureTransport, parsePrometheus } from './helpers';
 
@@ -145,5 +147,71 @@ describe('warm-up settings', () => {
     expect(() => parseConfig({ warmup: { streams: -1 } })).toThrow(/warmup\.streams/);
     expect(() => parseConfig({ warmup: { streams: 1.5 } })).toThrow(/warmup\.streams/);
     expect(() => parseConfig({ warmup: { streams: 100_001 } })).toThrow(/warmup\.streams/);
+  });
+});
+
+describe('warm-up streams', () => {
+  const noLimits = { maxConnections: 0, maxStreams: 0, maxStreamsPerClient: 0 };
+  /** The gateway's resolved form of `route`. */
+  const resolve = (route: Record<string, unknown>) => {
+    const config = parseConfig({ port: 0, upstream: { url: 'http://127.0.0.1:9' }, routes: [route] });
+    return createGatewayApp(config, { logger: createLogger({ silent: true }) }).gateway.routes.find((r) => r.path === route.path);
+  };
+
+  it('are served by one server from the factory the gateway builds its own with', async () => {
+    const config = parseConfig({ port: 0, upstream: { url: 'http://127.0.0.1:9' }, routes: [{ path: '/events', provider: 'passthrough', url: 'http://127.0.0.1:9/events' }] });
+    const app = createGatewayApp(config, { logger: createLogger({ silent: true }) });
+    const servers: http.Server[] = [];
+    let requests = 0;
+    const createServer = () => {
+      const server = http.createServer(app).on('request', () => requests++);
+      servers.push(server);
+      return server;
+    };
+    const routes = warmupRoutes(app.gateway.routes, new Set(), config.limits.maxRequestBodyBytes);
+    const result = await warmUp(app, createServer, { streams: 12, limits: noLimits, routes });
+    expect(result).toMatchObject({ streams: 12, failed: 0 });
+    expect(servers).toHaveLength(1);
+    expect(requests).toBe(12);
+    expect(servers[0]?.listening).toBe(false);
+  });
+
+  /** When each chunk of the answer to `route`'s warm-up request arrived (ms), and the answer. */
+  async function readWarmupUpstream(route: Record<string, unknown>, body?: string) {
+    const resolved = resolve(route);
+    if (resolved === undefined) throw new Error(`no route ${String(route.path)}`);
+    const upstreams = await startWarmupUpstreams([resolved]);
+    try {
+      const url = upstreams.urlOf(resolved);
+      return await new Promise<{ at: number[]; text: string }>((resolve, reject) => {
+        const req = http.request(url, { method: body === undefined ? 'GET' : 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
+          const at: number[] = [];
+          let text = '';
+          res.on('data', (chunk: Buffer) => {
+            at.push(performance.now());
+            text += chunk.toString();
+          });
+          res.on('end', () => resolve({ at, text }));
+        });
+        req.on('error', reject);
+        req.end(body);
+      });
+    } finally {
+      await upstreams.close();
+    }
+  }
+
+  it('get their passthrough events apart in time, as a model server writes its tokens', async () => {
+    const { at, text } = await readWarmupUpstream({ path: '/events', provider: 'passthrough', url: 'http://127.0.0.1:9/events', terminator: { event: 'done' } });
+    expect(text).toBe('data: warm-up\n\nevent: done\ndata: \n\n');
+    // A timer of whole ms may fire up to 1 ms early.
+    expect((at.at(-1) as number) - (at[0] as number)).toBeGreaterThanOrEqual(WARMUP_EVENT_GAP_MS - 1);
+  });
+
+  it('get their OpenAI chat tokens apart in time, as a model server writes them', async () => {
+    const body = JSON.stringify({ model: 'warmup', stream: true, max_tokens: 3, messages: [{ role: 'user', content: 'warm-up' }] });
+    const { at, text } = await readWarmupUpstream({ path: '/v1/chat/completions', provider: 'openai' }, body);
+    expect(text).toContain('data: [DONE]');
+    expect((at.at(-1) as number) - (at[0] as number)).toBeGreaterThanOrEqual(2 * WARMUP_EVENT_GAP_MS - 1);
   });
 });

@@ -62,11 +62,9 @@ export async function startGateway(config: GatewayConfig, options: Omit<GatewayD
       if (config.port !== 0) await checkBindable(config.host, config.port);
       const routes = warmupRoutes(app.gateway.routes, new Set(Object.keys(options.policies ?? {})), config.limits.maxRequestBodyBytes);
       if (options.metrics !== undefined) logger.info('warm-up skipped', { reason: 'the metrics are shared (options.metrics): a warm-up would count its streams there' });
-      else await warmUpQuietly(app, serverOptions, { streams, limits: config.limits, routes }, logger);
+      else await warmUpQuietly(app, () => gatewayServer(app, serverOptions, config), { streams, limits: config.limits, routes }, logger);
     }
-    server = http.createServer({ ...serverOptions, ...serverTimeouts(config) }, app);
-    server.on('connection', (socket: net.Socket) => app.gateway.admission.trackConnection(socket));
-    deferContinue(server);
+    server = gatewayServer(app, serverOptions, config);
     server.listen({ port: config.port, host: config.host, backlog: config.limits.backlog });
     await new Promise<void>((resolve, reject) => {
       server.once('listening', resolve);
@@ -124,7 +122,7 @@ export async function startGateway(config: GatewayConfig, options: Omit<GatewayD
  * Without a route to warm it logs `warm-up skipped`. A warm-up that throws (its own upstreams
  * cannot listen) logs `warm-up failed` and the gateway starts cold.
  */
-async function warmUpQuietly(app: GatewayApp, serverOptions: http.ServerOptions, options: WarmupOptions, logger: Logger): Promise<void> {
+async function warmUpQuietly(app: GatewayApp, createServer: () => http.Server, options: WarmupOptions, logger: Logger): Promise<void> {
   const { routes } = options;
   if (routes.length === 0) {
     logger.info('warm-up skipped', { reason: 'no route to warm: each is resumable, non-stream, parameterized, runs a policy function or takes smaller bodies than a warm-up request' });
@@ -134,7 +132,7 @@ async function warmUpQuietly(app: GatewayApp, serverOptions: http.ServerOptions,
   const silent = logger.silent;
   logger.silent = true;
   try {
-    const result = await warmUp(app, serverOptions, options);
+    const result = await warmUp(app, createServer, options);
     logger.silent = silent;
     logger.log(result.failed > 0 ? 'warn' : 'info', 'warm-up done', { ...result });
   } catch (err) {
@@ -147,6 +145,19 @@ async function warmUpQuietly(app: GatewayApp, serverOptions: http.ServerOptions,
     logger.silent = silent;
     app.gateway.metrics.registry.resetMetrics();
   }
+}
+
+/**
+ * The gateway's HTTP server for `app`, not yet listening: `serverOptions` with the timeouts of
+ * `config.limits`, each connection tracked by the app's admission, `100 Continue` deferred. The
+ * warm-up's private listener is built here too, so its requests, responses and sockets are the
+ * very kinds the gateway then serves.
+ */
+function gatewayServer(app: GatewayApp, serverOptions: http.ServerOptions, config: GatewayConfig): Server {
+  const server = http.createServer({ ...serverOptions, ...serverTimeouts(config) }, app);
+  server.on('connection', (socket: net.Socket) => app.gateway.admission.trackConnection(socket));
+  deferContinue(server);
+  return server;
 }
 
 /**

@@ -11,7 +11,7 @@
  * against upstreams of its own on 127.0.0.1; the real upstreams never see them.
  */
 import http from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { createSimulator, type Simulator } from '../simulator';
 import type { GatewayApp } from './app';
 import { API_SPECS, type AdmissionLimits, type ResolvedRoute, type RouteApi } from './config';
@@ -36,7 +36,13 @@ export const WARMUP_TIME_LIMIT_MS = 30_000;
 export const WARMUP_STREAM_TIMEOUT_MS = 10_000;
 
 /** Streams a warm-up keeps open at once, at most. */
-export const WARMUP_CONCURRENCY = 8;
+export const WARMUP_CONCURRENCY = 16;
+
+/**
+ * How far apart a warm-up upstream writes a stream's events, ms: as a model server's tokens
+ * come, each read of the relay on a timer of its own after the first, not all in the first read.
+ */
+export const WARMUP_EVENT_GAP_MS = 2;
 
 /** What {@link warmUp} runs. */
 export interface WarmupOptions {
@@ -79,25 +85,26 @@ const LITERAL_PATH = /^\/[A-Za-z0-9\-._~$&',;=@/]*$/;
  * Relays `options.streams` streams through `app` before it serves: round-robin over
  * `options.routes`, {@link WARMUP_CONCURRENCY} at a time (fewer when a limit of
  * `options.limits` is lower), for at most {@link WARMUP_TIME_LIMIT_MS}, each a new connection to
- * a private listener on 127.0.0.1 built with `serverOptions` (the options the gateway's own
- * server uses, so requests and responses get the same hidden classes). While it runs, the routes'
- * upstream URLs point at an embedded simulator (OpenAI and Anthropic APIs, no first-token delay,
- * three tokens) or, for passthrough routes, a local SSE server. Before it resolves or rejects,
+ * a private listener on 127.0.0.1 from `createServer` (the gateway's own server, so requests,
+ * responses and sockets get the hidden classes they will have, and V8 does not throw away code it
+ * compiled for the first real client). While it runs, the routes' upstream URLs point at an
+ * embedded simulator (OpenAI and Anthropic APIs, no first-token delay, three tokens
+ * {@link WARMUP_EVENT_GAP_MS} apart) or, for passthrough routes, a local SSE server (an event
+ * with the head, the last one {@link WARMUP_EVENT_GAP_MS} later). Before it resolves or rejects,
  * every warm-up stream has ended in the app (waited for up to {@link WARMUP_SETTLE_MS}, then cut),
- * the URLs are restored, and the listener, the upstreams and their sockets are closed. The caller
- * silences the app's logger and resets its metrics around it (see `startGateway`).
+ * the URLs are restored, and the listener, the upstreams and their sockets are closed. The caller silences the app's logger and resets its
+ * metrics around it (see `startGateway`).
  *
  * @param app the gateway app, not yet serving.
- * @param serverOptions `expressServerOptions(app)` as the gateway's server gets them.
+ * @param createServer a new HTTP server for `app`, as the gateway's own is built, not listening.
  */
-export async function warmUp(app: GatewayApp, serverOptions: http.ServerOptions, options: WarmupOptions): Promise<WarmupResult> {
+export async function warmUp(app: GatewayApp, createServer: () => http.Server, options: WarmupOptions): Promise<WarmupResult> {
   const started = performance.now();
   const { streams, limits, routes } = options;
   if (streams === 0 || routes.length === 0) return { streams: 0, failed: 0, routes: [], ms: 0 };
-  const upstreams = await startUpstreams(routes);
+  const upstreams = await startWarmupUpstreams(routes);
   const saved = routes.map((r) => r.url);
-  const server = http.createServer(serverOptions, app);
-  server.on('connection', (socket: Socket) => app.gateway.admission.trackConnection(socket));
+  const server = createServer();
   try {
     routes.forEach((r) => (r.url = upstreams.urlOf(r)));
     await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', resolve));
@@ -176,18 +183,26 @@ function relayOne(port: number, route: ResolvedRoute): Promise<boolean> {
 }
 
 /** The warm-up's own upstreams: where each route points while it runs, and how to close them. */
-interface WarmupUpstreams {
+export interface WarmupUpstreams {
+  /** The URL `route` points at while the warm-up runs. */
   urlOf(route: ResolvedRoute): string;
+  /** Closes the upstreams and their connections. */
   close(): Promise<void>;
 }
 
-async function startUpstreams(routes: readonly ResolvedRoute[]): Promise<WarmupUpstreams> {
+/**
+ * Starts the upstreams {@link warmUp} points `routes` at, on 127.0.0.1 ports of their own: an
+ * embedded simulator for the OpenAI and Anthropic routes (no first-token delay, tokens
+ * {@link WARMUP_EVENT_GAP_MS} apart), an SSE server for passthrough routes (`data: warm-up` with
+ * the head, the route's terminator, else one more such event, {@link WARMUP_EVENT_GAP_MS} later).
+ */
+export async function startWarmupUpstreams(routes: readonly ResolvedRoute[]): Promise<WarmupUpstreams> {
   let simulator: Simulator | undefined;
   let sse: http.Server | undefined;
   let simUrl = '';
   let sseUrl = '';
   if (routes.some((r) => r.provider !== 'passthrough')) {
-    simulator = createSimulator({ ttftMs: 0, tokensPerSecond: 1e6 });
+    simulator = createSimulator({ ttftMs: 0, tokensPerSecond: 1000 / WARMUP_EVENT_GAP_MS });
     simUrl = (await simulator.listen(0, '127.0.0.1')).url;
   }
   if (routes.some((r) => r.provider === 'passthrough')) {
@@ -195,7 +210,9 @@ async function startUpstreams(routes: readonly ResolvedRoute[]): Promise<WarmupU
       req.resume();
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
       res.write('data: warm-up\n\n');
-      res.end(terminatorFor(req.url ?? '/', routes));
+      setTimeout(() => {
+        if (!res.destroyed) res.end(terminatorFor(req.url ?? '/', routes));
+      }, WARMUP_EVENT_GAP_MS);
     });
     await new Promise<void>((resolve) => sse?.listen(0, '127.0.0.1', resolve));
     sseUrl = `http://127.0.0.1:${(sse.address() as AddressInfo).port}`;
