@@ -118,6 +118,26 @@ describe('the default logger on a stdout pipe', () => {
     expect(got.length + Number(told?.[1])).toBe(3000);
   }, 10_000);
 
+  it('writes a plain line after the lines waiting before it, by its own writes, not process.stdout.write', async () => {
+    const c = child(`
+      const { writeStdoutLine } = require(${JSON.stringify(LOGGER)});
+      const logger = createLogger();
+      let streamWrites = 0;
+      const write = process.stdout.write.bind(process.stdout);
+      process.stdout.write = (...args) => { streamWrites++; return write(...args); };
+      for (let i = 0; i < 3; i++) logger.info('before', { i });
+      writeStdoutLine('a plain line\\n');
+      logger.info('after', { i: 3 });
+      setTimeout(() => { process.stderr.write('stream writes: ' + streamWrites + '\\n'); process.exit(0); }, 100);
+    `);
+    c.read();
+    expect(await c.exit).toBe(0);
+    await c.ended;
+    const lines = c.text().split('\n').filter(Boolean);
+    expect(lines.map((l) => (l.startsWith('{') ? (JSON.parse(l) as { message: string; i: number }).i : l))).toEqual([0, 1, 2, 'a plain line', 3]);
+    expect(c.stderr()).toBe('stream writes: 0\n');
+  });
+
   it('writes its lines through process.stdout in a worker thread, which has no descriptor', async () => {
     const c = child(`
       const { Worker } = require('node:worker_threads');

@@ -4,7 +4,7 @@ import { parseArgs } from 'node:util';
 import { redactUrlAsGiven } from '../http/redact';
 import { API_SPECS, ConfigError, DEFAULT_APIS, DEFAULT_WARMUP_STREAMS, loadConfig } from './config';
 import { ENV_OVERRIDES } from './config/env';
-import { createLogger, flushStdoutLines } from './logger';
+import { createLogger, flushStdoutLines, writeStdoutLine } from './logger';
 import { startGateway } from './server';
 
 /** The flags' lines of --help; a line that names an environment variable ("also PORT") is its only mention. */
@@ -143,8 +143,8 @@ async function main(): Promise<void> {
   // supervisor that signals as soon as it reads the line gets the drain, not node's default kill.
   // Userinfo and query values of the upstream URL are credentials: never printed.
   const upstream = gateway.simulator === undefined ? redactUrlAsGiven(gateway.upstreamUrl) : 'embedded simulator';
-  flushStdoutLines(); // the JSON lines logged before it (warm-up, listening) print before it
-  process.stdout.write(`tidegate listening on ${gateway.url} (upstream: ${upstream})\n`);
+  // After the JSON lines logged before it (warm-up, listening), by the logger's own writes.
+  writeStdoutLine(`tidegate listening on ${gateway.url} (upstream: ${upstream})\n`);
 }
 
 /** A signal within this long of the first is a copy of it (see `stop` in `main`), not a second Ctrl-C. */

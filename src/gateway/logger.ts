@@ -202,6 +202,20 @@ export function flushStdoutLines(): void {
   flushLines();
 }
 
+/**
+ * Writes `line` (plain text ending in `\n`) to stdout now, after the default logger's waiting
+ * lines and the same way: straight to stdout's descriptor, never blocking, kept in the backlog
+ * while a pipe is full. `process.stdout.write` would run Node's stream code on stdout, a socket
+ * of a kind the gateway's own sockets are not, and V8 would recompile that code, shared with
+ * every client and upstream socket, for it. Without a default logger's hook on stdout (none
+ * created, or a worker thread) it is `process.stdout.write`.
+ */
+export function writeStdoutLine(line: string): void {
+  pending.push(line);
+  pendingLength += line.length;
+  flushLines();
+}
+
 function flushLines(): void {
   if (flushTimer !== undefined) {
     clearTimeout(flushTimer);
