@@ -39,8 +39,10 @@ export const WARMUP_STREAM_TIMEOUT_MS = 10_000;
 export const WARMUP_CONCURRENCY = 16;
 
 /**
- * How far apart a warm-up upstream writes a stream's events, ms: as a model server's tokens
- * come, each read of the relay on a timer of its own after the first, not all in the first read.
+ * How far apart a warm-up upstream writes a stream's events, ms. A model server writes its
+ * tokens apart in time, so in service the relay reads a stream's later events one by one, each
+ * from a timer's turn of the event loop; the warm-up's streams take that path too, not only the
+ * one where every event arrives in the first read.
  */
 export const WARMUP_EVENT_GAP_MS = 2;
 
@@ -85,15 +87,13 @@ const LITERAL_PATH = /^\/[A-Za-z0-9\-._~$&',;=@/]*$/;
  * Relays `options.streams` streams through `app` before it serves: round-robin over
  * `options.routes`, {@link WARMUP_CONCURRENCY} at a time (fewer when a limit of
  * `options.limits` is lower), for at most {@link WARMUP_TIME_LIMIT_MS}, each a new connection to
- * a private listener on 127.0.0.1 from `createServer` (the gateway's own server, so requests,
- * responses and sockets get the hidden classes they will have, and V8 does not throw away code it
- * compiled for the first real client). While it runs, the routes' upstream URLs point at an
- * embedded simulator (OpenAI and Anthropic APIs, no first-token delay, three tokens
- * {@link WARMUP_EVENT_GAP_MS} apart) or, for passthrough routes, a local SSE server (an event
- * with the head, the last one {@link WARMUP_EVENT_GAP_MS} later). Before it resolves or rejects,
+ * a private listener on 127.0.0.1 from `createServer` (built as the gateway's own server, so its
+ * requests, responses and sockets have the hidden classes V8 then meets in service). While it
+ * runs, the routes' upstream URLs point at {@link startWarmupUpstreams}' servers, whose events
+ * come {@link WARMUP_EVENT_GAP_MS} apart. Before it resolves or rejects,
  * every warm-up stream has ended in the app (waited for up to {@link WARMUP_SETTLE_MS}, then cut),
- * the URLs are restored, and the listener, the upstreams and their sockets are closed. The caller silences the app's logger and resets its
- * metrics around it (see `startGateway`).
+ * the URLs are restored, and the listener, the upstreams and their sockets are closed. The caller
+ * silences the app's logger and resets its metrics around it (see `startGateway`).
  *
  * @param app the gateway app, not yet serving.
  * @param createServer a new HTTP server for `app`, as the gateway's own is built, not listening.
