@@ -1,4 +1,5 @@
 import http from 'node:http';
+import type net from 'node:net';
 import { createGatewayApp } from '../../src/gateway/app';
 import { parseConfig } from '../../src/gateway/config';
 import { createLogger } from '../../src/gateway/logger';
@@ -206,6 +207,37 @@ describe('warm-up streams', () => {
     expect(text).toBe('data: warm-up\n\nevent: done\ndata: \n\n');
     // A timer of whole ms may fire up to 1 ms early.
     expect((at.at(-1) as number) - (at[0] as number)).toBeGreaterThanOrEqual(WARMUP_EVENT_GAP_MS - 1);
+  });
+
+  it('end with a terminator of several lines as an upstream writes it, one data line each', async () => {
+    const { text } = await readWarmupUpstream({ path: '/events', provider: 'passthrough', url: 'http://127.0.0.1:9/events', terminator: { event: 'done', data: 'a\nb' } });
+    expect(text).toBe('data: warm-up\n\nevent: done\ndata: a\ndata: b\n\n');
+  });
+
+  it('relay a route whose terminator has several lines to its end, with no truncation error', async () => {
+    const config = parseConfig({ port: 0, upstream: { url: 'http://127.0.0.1:9' }, routes: [{ path: '/events', provider: 'passthrough', url: 'http://127.0.0.1:9/events', terminator: { data: 'a\nb' } }] });
+    const app = createGatewayApp(config, { logger: createLogger({ silent: true }) });
+    const bodies: string[] = [];
+    // What each connection's socket was given to send: the response's head and body.
+    const createServer = () =>
+      http.createServer(app).on('connection', (socket: net.Socket) => {
+        let sent = '';
+        const write = socket.write.bind(socket) as (chunk: unknown, ...rest: unknown[]) => boolean;
+        socket.write = ((chunk: unknown, ...rest: unknown[]) => {
+          sent += String(chunk);
+          return write(chunk, ...rest);
+        }) as typeof socket.write;
+        socket.once('close', () => bodies.push(sent));
+      });
+    const routes = warmupRoutes(app.gateway.routes, new Set(), config.limits.maxRequestBodyBytes);
+    expect(await warmUp(app, createServer, { streams: 4, limits: noLimits, routes })).toMatchObject({ streams: 4, failed: 0 });
+    // A socket's 'close' may come a turn after the warm-up resolved.
+    for (let i = 0; i < 50 && bodies.length < 4; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(bodies).toHaveLength(4);
+    for (const body of bodies) {
+      expect(body).toContain('data: a\ndata: b\n\n');
+      expect(body).not.toContain('event: error');
+    }
   });
 
   it('get their OpenAI chat tokens apart in time, as a model server writes them', async () => {

@@ -230,9 +230,14 @@ export async function startWarmupUpstreams(routes: readonly ResolvedRoute[]): Pr
   };
 }
 
-/** The last event of a passthrough route's warm-up stream: its configured terminator, else one more plain event. */
+/**
+ * The last event of a passthrough route's warm-up stream: its configured terminator, else one
+ * more plain event. A terminator's data of several lines takes a `data:` line each, as an
+ * upstream writes it and the SSE decoder joins it again.
+ */
 function terminatorFor(path: string, routes: readonly ResolvedRoute[]): string {
   const t = routes[Number(path.slice(1))]?.terminator;
   if (t === undefined) return 'data: warm-up\n\n';
-  return `${t.event !== undefined ? `event: ${t.event}\n` : ''}data: ${t.data ?? ''}\n\n`;
+  const data = (t.data ?? '').split('\n').map((line) => `data: ${line}\n`).join('');
+  return `${t.event !== undefined ? `event: ${t.event}\n` : ''}${data}\n`;
 }

@@ -25,8 +25,10 @@ export function createPassthroughAdapter(terminator?: PassthroughTerminator): Pr
       ? undefined
       : (e: SseEvent): boolean =>
           (terminator.event === undefined || e.type === terminator.event) && (terminator.data === undefined || e.data === terminator.data);
-  // The byte relay decodes a frame only when it may hold the terminator.
-  const needles = isDone === undefined ? [] : [terminator?.data, terminator?.event].filter((v): v is string => v !== undefined).map((v) => Buffer.from(v));
+  // The byte relay decodes a frame only when it may hold the terminator. Data of several lines
+  // is on the wire a `data:` line each: its longest line is in every frame that holds it.
+  const dataNeedle = terminator?.data?.split('\n').reduce((longest, line) => (line.length > longest.length ? line : longest));
+  const needles = isDone === undefined ? [] : [dataNeedle, terminator?.event].filter((v): v is string => v !== undefined).map((v) => Buffer.from(v));
   return {
     name: 'passthrough',
     requiresTerminator: isDone !== undefined,

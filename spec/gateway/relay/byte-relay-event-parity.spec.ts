@@ -30,7 +30,7 @@ function everyCut(text: string, from: number, to: number): Step[][] {
 
 interface Case {
   name: string;
-  provider: 'openai' | 'anthropic' | 'pt' | 'ptend';
+  provider: 'openai' | 'anthropic' | 'pt' | 'ptend' | 'ptlines';
   steps: Step[];
   /** What the bytes relay's client must see beyond "same as relay: events". */
   check?: (events: ClientEvent[], body: string) => void;
@@ -132,6 +132,12 @@ const CASES: Case[] = [
     check: (ev) => expect(ev[ev.length - 1]?.data).toContain('ERR_TIDEGATE_UPSTREAM_TRUNCATED'),
   },
   {
+    name: 'passthrough with a terminator whose data has two lines: its frame, one data line each, is the end',
+    provider: 'ptlines',
+    steps: paced(['data: one\n\ndata: la', 'st\ndata: line\n\ndata: after\n\n']),
+    check: (ev) => expect(ev.map((e) => e.data)).toEqual(['one', 'last\nline']),
+  },
+  {
     name: 'passthrough without a terminator: ids kept across skipped frames',
     provider: 'pt',
     steps: paced(['id: 1\ndata: a\n\n', 'data: b\n\nid: 2\ndata: c\n\n', 'data: d\n\n']),
@@ -154,6 +160,7 @@ describe('relay: bytes gives a client what relay: events gives it', () => {
       routes.push({ path: `/anthropic-${relay}`, provider: 'anthropic', url: `${up.url}/u`, forwardHeaders, policy });
       routes.push({ path: `/pt-${relay}`, provider: 'passthrough', methods: ['POST'], url: `${up.url}/u`, forwardHeaders, policy });
       routes.push({ path: `/ptend-${relay}`, provider: 'passthrough', methods: ['POST'], url: `${up.url}/u`, forwardHeaders, policy, terminator: { event: 'end', data: 'bye' } });
+      routes.push({ path: `/ptlines-${relay}`, provider: 'passthrough', methods: ['POST'], url: `${up.url}/u`, forwardHeaders, policy, terminator: { data: 'last\nline' } });
     }
     ({ gw, logs } = await testGateway(up.url, routes, { heartbeatMs: 0 }));
   });
