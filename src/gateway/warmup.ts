@@ -90,10 +90,10 @@ const LITERAL_PATH = /^\/[A-Za-z0-9\-._~$&',;=@/]*$/;
  * a private listener on 127.0.0.1 from `createServer` (built as the gateway's own server, so its
  * requests, responses and sockets have the hidden classes V8 then meets in service). While it
  * runs, the routes' upstream URLs point at {@link startWarmupUpstreams}' servers, whose events
- * come {@link WARMUP_EVENT_GAP_MS} apart. Before it resolves or rejects,
- * every warm-up stream has ended in the app (waited for up to {@link WARMUP_SETTLE_MS}, then cut),
- * the URLs are restored, and the listener, the upstreams and their sockets are closed. The caller
- * silences the app's logger and resets its metrics around it (see `startGateway`).
+ * come {@link WARMUP_EVENT_GAP_MS} apart. Before it resolves or rejects, every warm-up stream has
+ * ended in the app (waited for up to {@link WARMUP_SETTLE_MS}, then cut), the URLs are restored,
+ * and the listener, the upstreams and their sockets are closed. The caller silences the app's
+ * logger and resets its metrics around it (see `startGateway`).
  *
  * @param app the gateway app, not yet serving.
  * @param createServer a new HTTP server for `app`, as the gateway's own is built, not listening.
