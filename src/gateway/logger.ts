@@ -211,9 +211,14 @@ export function flushStdoutLines(): void {
  * created, or a worker thread) it is `process.stdout.write`.
  */
 export function writeStdoutLine(line: string): void {
+  addPending(line);
+  flushLines();
+}
+
+/** Adds `line` (ending in `\n`) to the lines waiting for stdout. */
+function addPending(line: string): void {
   pending.push(line);
   pendingLength += line.length;
-  flushLines();
 }
 
 function flushLines(): void {
@@ -324,9 +329,7 @@ const TransportBase = (winston as unknown as { Transport: typeof Transport }).Tr
 class StdoutLines extends TransportBase {
   override log(info: unknown, next: () => void): void {
     hookProcess();
-    const line = `${String((info as Record<symbol, unknown>)[MESSAGE])}\n`;
-    pending.push(line);
-    pendingLength += line.length;
+    addPending(`${String((info as Record<symbol, unknown>)[MESSAGE])}\n`);
     if (exiting || pendingLength >= LOG_FLUSH_BYTES) flushLines();
     else if (flushTimer === undefined) {
       // Unref'd: lines still waiting when the process ends are written by the 'exit' hook.
