@@ -153,15 +153,15 @@ describe('warm-up settings', () => {
 
 describe('warm-up streams', () => {
   const noLimits = { maxConnections: 0, maxStreams: 0, maxStreamsPerClient: 0 };
-  /** The gateway's resolved form of `route`. */
-  const resolve = (route: Record<string, unknown>) => {
+  /** A gateway app with `route` alone (its upstream never asked), and the routes a warm-up takes from it. */
+  const appWith = (route: Record<string, unknown>) => {
     const config = parseConfig({ port: 0, upstream: { url: 'http://127.0.0.1:9' }, routes: [route] });
-    return createGatewayApp(config, { logger: createLogger({ silent: true }) }).gateway.routes.find((r) => r.path === route.path);
+    const app = createGatewayApp(config, { logger: createLogger({ silent: true }) });
+    return { app, routes: warmupRoutes(app.gateway.routes, new Set(), config.limits.maxRequestBodyBytes) };
   };
 
   it('are served by one server from the factory the gateway builds its own with', async () => {
-    const config = parseConfig({ port: 0, upstream: { url: 'http://127.0.0.1:9' }, routes: [{ path: '/events', provider: 'passthrough', url: 'http://127.0.0.1:9/events' }] });
-    const app = createGatewayApp(config, { logger: createLogger({ silent: true }) });
+    const { app, routes } = appWith({ path: '/events', provider: 'passthrough', url: 'http://127.0.0.1:9/events' });
     const servers: http.Server[] = [];
     let requests = 0;
     const createServer = () => {
@@ -169,7 +169,6 @@ describe('warm-up streams', () => {
       servers.push(server);
       return server;
     };
-    const routes = warmupRoutes(app.gateway.routes, new Set(), config.limits.maxRequestBodyBytes);
     const result = await warmUp(app, createServer, { streams: 12, limits: noLimits, routes });
     expect(result).toMatchObject({ streams: 12, failed: 0 });
     expect(servers).toHaveLength(1);
@@ -179,8 +178,8 @@ describe('warm-up streams', () => {
 
   /** When each chunk of the answer to `route`'s warm-up request arrived (ms), and the answer. */
   async function readWarmupUpstream(route: Record<string, unknown>, body?: string) {
-    const resolved = resolve(route);
-    if (resolved === undefined) throw new Error(`no route ${String(route.path)}`);
+    const [resolved] = appWith(route).routes;
+    if (resolved === undefined) throw new Error(`no route ${String(route.path)} to warm`);
     const upstreams = await startWarmupUpstreams([resolved]);
     try {
       const url = upstreams.urlOf(resolved);
@@ -215,8 +214,7 @@ describe('warm-up streams', () => {
   });
 
   it('relay a route whose terminator has several lines to its end, with no truncation error', async () => {
-    const config = parseConfig({ port: 0, upstream: { url: 'http://127.0.0.1:9' }, routes: [{ path: '/events', provider: 'passthrough', url: 'http://127.0.0.1:9/events', terminator: { data: 'a\nb' } }] });
-    const app = createGatewayApp(config, { logger: createLogger({ silent: true }) });
+    const { app, routes } = appWith({ path: '/events', provider: 'passthrough', url: 'http://127.0.0.1:9/events', terminator: { data: 'a\nb' } });
     const bodies: string[] = [];
     // What each connection's socket was given to send: the response's head and body.
     const createServer = () =>
@@ -229,7 +227,6 @@ describe('warm-up streams', () => {
         }) as typeof socket.write;
         socket.once('close', () => bodies.push(sent));
       });
-    const routes = warmupRoutes(app.gateway.routes, new Set(), config.limits.maxRequestBodyBytes);
     expect(await warmUp(app, createServer, { streams: 4, limits: noLimits, routes })).toMatchObject({ streams: 4, failed: 0 });
     // A socket's 'close' may come a turn after the warm-up resolved.
     for (let i = 0; i < 50 && bodies.length < 4; i++) await new Promise((resolve) => setTimeout(resolve, 10));
