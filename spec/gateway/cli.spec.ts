@@ -307,6 +307,13 @@ describe('tidegate CLI: configuration', () => {
     expect(cli.stderr()).toContain('stream.overflow');
   });
 
+  it('refuses a number flag spelt other than in decimal, naming the flag', async () => {
+    const cli = run(['--port', '0', '--warmup-streams', '0x10']);
+    children.push(cli.child);
+    expect(await cli.exit).toBe(1);
+    expect(cli.stderr().trim()).toBe('tidegate: invalid --warmup-streams: expected a decimal number, got "0x10"');
+  });
+
   it('neither keeps nor announces the embedded simulator when the gateway cannot start', async () => {
     const file = path.join(dir, 'redis.yaml');
     writeFileSync(file, 'routes:\n  - path: /v1/chat/completions\n    provider: openai\n    resume: { store: redis }\n');

@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig, parseConfig, resolveRoutes } from '../../src/gateway/config';
+import { ConfigError, loadConfig, parseConfig, parseDecimal, resolveRoutes } from '../../src/gateway/config';
 
 describe('gateway config', () => {
   it('defaults to the OpenAI and Anthropic routes with the documented policy', () => {
@@ -38,6 +38,19 @@ describe('gateway config', () => {
     expect(() => parseConfig({ timeouts: { idleMs: -1 } })).toThrow(ConfigError);
     expect(() => parseConfig({ timeouts: { idleMs: -1 } })).toThrow(/timeouts\.idleMs/);
     expect(() => loadConfig({ env: { PORT: 'eighty' } })).toThrow(/port/);
+  });
+
+  it('reads numbers from the environment in decimal only, refusing hex, binary, octal and infinite spellings', () => {
+    expect(loadConfig({ env: { TIDEGATE_WARMUP_STREAMS: ' 16 ', PORT: '08080' } })).toMatchObject({ warmup: { streams: 16 }, port: 8080 });
+    expect(loadConfig({ env: { TIDEGATE_STALL_TIMEOUT_MS: '1.5e3' } }).stream.stallTimeoutMs).toBe(1500);
+    for (const spelt of ['0x10', '0b1', '0o7', 'Infinity', '1e999', '16ms', '.5']) {
+      expect(() => loadConfig({ env: { TIDEGATE_WARMUP_STREAMS: spelt } })).toThrow(`invalid TIDEGATE_WARMUP_STREAMS (warmup.streams): expected a decimal number, got ${JSON.stringify(spelt)}`);
+    }
+  });
+
+  it('parses a decimal number with an optional sign, fraction and exponent, and nothing else', () => {
+    expect(['8080', ' 42\t', '-1', '+2', '0.25', '1e3', '2E-2'].map(parseDecimal)).toEqual([8080, 42, -1, 2, 0.25, 1000, 0.02]);
+    expect(['0x10', '0X1F', '0b1', '0o7', 'Infinity', 'NaN', '1e999', '', ' ', '1.', '.5', '1_000', '1,5', '12abc'].map(parseDecimal)).toEqual(Array(14).fill(undefined));
   });
 
   it.each([

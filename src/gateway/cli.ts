@@ -3,7 +3,7 @@ import { releaseEarlySignals } from './early-signals'; // first: see its module 
 import { parseArgs } from 'node:util';
 import { redactUrlAsGiven } from '../http/redact';
 import { API_SPECS, ConfigError, DEFAULT_APIS, DEFAULT_WARMUP_STREAMS, loadConfig } from './config';
-import { ENV_OVERRIDES } from './config/env';
+import { ENV_OVERRIDES, parseDecimal } from './config/env';
 import { createLogger, flushStdoutLines, writeStdoutLine } from './logger';
 import { startGateway } from './server';
 
@@ -62,8 +62,8 @@ async function main(): Promise<void> {
   }
   const num = (flag: string, v: string | undefined): number | undefined => {
     if (v === undefined) return undefined;
-    const n = Number(v);
-    if (v.trim() === '' || !Number.isFinite(n)) throw new ConfigError(`invalid --${flag}: expected a number, got ${JSON.stringify(v)}`);
+    const n = parseDecimal(v);
+    if (n === undefined) throw new ConfigError(`invalid --${flag}: expected a decimal number, got ${JSON.stringify(v)}`);
     return n;
   };
   const extraRoutes = (values.passthrough ?? []).map((spec) => {

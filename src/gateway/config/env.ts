@@ -23,10 +23,28 @@ export const ENV_OVERRIDES: Readonly<Record<string, string>> = {
 /** Dotted fields whose string values (environment) are comma-separated lists. */
 export const LIST_FIELDS: ReadonlySet<string> = new Set(['cors.origins']);
 
-/** Dotted fields whose string values (environment, flags) are converted with `Number`. */
+/** Dotted fields whose string values (environment, flags) are decimal numbers ({@link parseDecimal}). */
 export const NUMERIC_FIELDS: ReadonlySet<string> = new Set(['port', 'stream.maxBufferedBytes', 'stream.stallTimeoutMs', 'stream.heartbeatMs', 'stream.kernelUnsentBytes', 'upstream.kernelReceiveBytes', 'timeouts.firstByteMs', 'timeouts.idleMs', 'timeouts.totalMs', 'shutdown.graceMs', 'warmup.streams']);
 
-/** Sets `path` (dotted) in `target`, creating objects on the way; numeric fields are converted with `Number`, list fields split on commas. */
+/** A decimal number: digits, an optional fraction and exponent, an optional sign. */
+const DECIMAL = /^[+-]?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
+
+/**
+ * The finite number a flag or an environment variable spells in decimal (`8080`, `1.5`, `1e3`;
+ * blanks around it are ignored), or `undefined` for anything else: `Number` would also take
+ * `0x10`, `0b1`, `0o7` and `Infinity`, and read an empty string as 0.
+ */
+export function parseDecimal(text: string): number | undefined {
+  const trimmed = text.trim();
+  const n = DECIMAL.test(trimmed) ? Number(trimmed) : Number.NaN;
+  return Number.isFinite(n) ? n : undefined;
+}
+
+/**
+ * Sets `path` (dotted) in `target`, creating objects on the way; numeric fields are read with
+ * {@link parseDecimal} (anything else becomes `NaN`, which the schema refuses), list fields split
+ * on commas.
+ */
 export function setField(target: Record<string, unknown>, path: string, value: string | number | boolean | readonly string[] | undefined): void {
   if (value === undefined || value === '') return;
   const keys = path.split('.');
@@ -36,7 +54,7 @@ export function setField(target: Record<string, unknown>, path: string, value: s
     node = (typeof next === 'object' && next !== null ? next : (node[k] = {})) as Record<string, unknown>;
   }
   let v: unknown = value;
-  if (typeof value === 'string' && NUMERIC_FIELDS.has(path)) v = Number(value);
+  if (typeof value === 'string' && NUMERIC_FIELDS.has(path)) v = parseDecimal(value) ?? Number.NaN;
   else if (typeof value === 'string' && LIST_FIELDS.has(path)) v = value.split(',').map((s) => s.trim()).filter((s) => s !== '');
   node[keys[keys.length - 1]] = v;
 }

@@ -1,6 +1,6 @@
 // The gateway's configuration: one module per job (re-exports only).
 export { corsSchema, type CorsSettings } from './cors';
-export { ENV_OVERRIDES, LIST_FIELDS, NUMERIC_FIELDS, setField } from './env';
+export { ENV_OVERRIDES, LIST_FIELDS, NUMERIC_FIELDS, parseDecimal, setField } from './env';
 export { API_SPECS, DEFAULT_APIS, inferApi, ROUTE_APIS, type RouteApi, type RouteApiSpec } from './apis';
 export { DEFAULT_LIMITS, limitsSchema, type AdmissionLimits } from './limits';
 export { ConfigError, loadConfig, parseConfig, readConfigFile, type LoadConfigOptions } from './load';

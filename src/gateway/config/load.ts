@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
-import { ENV_OVERRIDES, NUMERIC_FIELDS, setField } from './env';
+import { ENV_OVERRIDES, NUMERIC_FIELDS, parseDecimal, setField } from './env';
 import { DEFAULT_ROUTES } from './routes';
 import { configSchema, type GatewayConfig } from './schema';
 
@@ -78,8 +78,8 @@ export function loadConfig(options: LoadConfigOptions = {}): GatewayConfig {
     const value = env[name];
     if (value === '' && field === UPSTREAM_URL_FIELD) throw emptyUpstreamUrl(`${name} is set but empty`);
     if (value === undefined || value === '') continue;
-    if (NUMERIC_FIELDS.has(field) && (value.trim() === '' || !Number.isFinite(Number(value)))) {
-      throw new ConfigError(`invalid ${name} (${field}): expected a number, got ${JSON.stringify(value)}`);
+    if (NUMERIC_FIELDS.has(field) && parseDecimal(value) === undefined) {
+      throw new ConfigError(`invalid ${name} (${field}): expected a decimal number, got ${JSON.stringify(value)}`);
     }
     setField(raw, field, value);
     origins[field] = `${name}=${JSON.stringify(value)}`;
