@@ -4,7 +4,7 @@ import { parseConfig } from '../../src/gateway/config';
 import { createLogger } from '../../src/gateway/logger';
 import { startGateway, type RunningGateway } from '../../src/gateway/server';
 import type { IncomingMessage } from 'node:http';
-import { arrivedOnLoopback, isLoopbackHost } from '../../src/playground/exposure';
+import { arrivedOnLoopback, isLoopbackHost, playgroundAudience, playgroundExposure } from '../../src/playground/exposure';
 import { CaptureTransport } from '../gateway/helpers';
 
 const CLI = path.join(__dirname, '../../dist/gateway/cli.js');
@@ -50,6 +50,18 @@ describe('playground exposure', () => {
   it('is on by default on 127.0.0.1, and off there with playground.enabled: false', async () => {
     expect(await surfaces('127.0.0.1')).toEqual({ page: 200, runs: 201, debug: 404 });
     expect(await surfaces('127.0.0.1', { playground: { enabled: false } })).toEqual({ page: 404, runs: 404, debug: 404 });
+  });
+
+  it('serves everyone when enabled, no one when disabled, and by default loopback requests of a loopback host only', () => {
+    const cases: Array<[boolean | undefined, string]> = [[true, '0.0.0.0'], [true, '127.0.0.1'], [false, '127.0.0.1'], [undefined, '127.0.0.1'], [undefined, '::1'], [undefined, '0.0.0.0']];
+    expect(cases.map(([enabled, host]) => [playgroundAudience(enabled, host), playgroundExposure(enabled, host)])).toEqual([
+      ['everyone', 'on, every address'],
+      ['everyone', 'on, every address'],
+      ['none', 'off'],
+      ['loopback', 'on, requests that arrive on loopback'],
+      ['loopback', 'on, requests that arrive on loopback'],
+      ['none', 'off: the host is not loopback (--playground serves it)'],
+    ]);
   });
 
   it('tells loopback addresses from public ones', () => {

@@ -1,6 +1,6 @@
 import { setMaxListeners } from 'node:events';
 import { playgroundRouter } from '../playground';
-import { arrivedOnLoopback, playgroundEnabled } from '../playground/exposure';
+import { arrivedOnLoopback, playgroundAudience } from '../playground/exposure';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import { ShutdownError } from '../errors';
 import { MAX_TIMER_MS } from '../flow/operators/operator-subscriber';
@@ -245,11 +245,10 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
   app.get('/readyz', (_req, res) => {
     res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'shutting_down', activeStreams: active });
   });
-  const playground = playgroundEnabled(config.playground.enabled, config.host)
-    ? playgroundRouter({ maxTelemetrySubscribers: config.playground.maxTelemetrySubscribers, maxRunsPerClient: config.playground.maxRunsPerClient })
-    : undefined;
+  const audience = playgroundAudience(config.playground.enabled, config.host);
+  const playground = audience === 'none' ? undefined : playgroundRouter({ maxTelemetrySubscribers: config.playground.maxTelemetrySubscribers, maxRunsPerClient: config.playground.maxRunsPerClient });
   // Served by default only on loopback: by the configured host, and by where each request arrived.
-  if (playground && config.playground.enabled === true) app.use('/playground', playground);
+  if (playground && audience === 'everyone') app.use('/playground', playground);
   else if (playground) app.use('/playground', (req, res, next) => (arrivedOnLoopback(req) ? playground(req, res, next) : next()));
   if (config.metrics.enabled) {
     allowed.add(config.metrics.path, getAndHead);
@@ -347,9 +346,9 @@ export function createGatewayApp(config: GatewayConfig, deps: GatewayDeps = {}):
         // Taking its detached stream over, the client gives back the slot `admit` took.
         const loan = resumeDeps.service.lendSlot(resumeFrom.streamId);
         const own = res.locals.slot as BoundSlot;
-        if (loan === undefined) return track(res, serveResume(req, res, resumeFrom.streamId, resumeDeps, route.path), own);
+        if (loan === undefined) return track(res, serveResume(req, res, resumeFrom.streamId, resumeDeps, { ownRoute: route.path }), own);
         own.hold()();
-        return track(res, serveResume(req, res, resumeFrom.streamId, resumeDeps, route.path), bindSlot(loan, res));
+        return track(res, serveResume(req, res, resumeFrom.streamId, resumeDeps, { ownRoute: route.path }), bindSlot(loan, res));
       }
       // The router's `next` (with its dispatch state and final handler) would otherwise live as
       // long as the stream; the relay answers every error itself.

@@ -14,22 +14,30 @@ export function isLoopbackHost(host: string): boolean {
   return isIP(h) === 6 && /^(0{0,4}:){2,7}0{0,3}1$|^::1$/.test(h);
 }
 
-/**
- * Whether the gateway serves its demo surface (`/playground`): as configured when
- * `enabled` is set, otherwise only when it listens on a loopback address ({@link isLoopbackHost}),
- * so a gateway on `0.0.0.0` does not offer anonymous CPU-costly runs to whoever reaches the port.
- */
-export function playgroundEnabled(enabled: boolean | undefined, host: string): boolean {
-  return enabled ?? isLoopbackHost(host);
-}
+/** Who the gateway serves `/playground` to: no one, requests that arrive on loopback ({@link arrivedOnLoopback}), or every request. */
+export type PlaygroundAudience = 'none' | 'loopback' | 'everyone';
 
 /**
- * Who the gateway serves `/playground` to, in words for its startup log: the rule of
- * {@link playgroundEnabled}, and per request that of {@link arrivedOnLoopback} unless `enabled`.
+ * Who the gateway serves its demo surface (`/playground`) to: everyone when `enabled` is `true`,
+ * no one when it is `false`; when it is unset, requests that arrive on loopback if the gateway
+ * listens on a loopback address ({@link isLoopbackHost}), else no one, so a gateway on `0.0.0.0`
+ * does not offer anonymous CPU-costly runs to whoever reaches the port.
  */
+export function playgroundAudience(enabled: boolean | undefined, host: string): PlaygroundAudience {
+  if (enabled !== undefined) return enabled ? 'everyone' : 'none';
+  return isLoopbackHost(host) ? 'loopback' : 'none';
+}
+
+/** {@link playgroundAudience} in words, for the gateway's startup log. */
 export function playgroundExposure(enabled: boolean | undefined, host: string): string {
-  if (!playgroundEnabled(enabled, host)) return enabled === false ? 'off' : 'off: the host is not loopback (--playground serves it)';
-  return enabled === true ? 'on, every address' : 'on, requests that arrive on loopback';
+  switch (playgroundAudience(enabled, host)) {
+    case 'everyone':
+      return 'on, every address';
+    case 'loopback':
+      return 'on, requests that arrive on loopback';
+    default:
+      return enabled === false ? 'off' : 'off: the host is not loopback (--playground serves it)';
+  }
 }
 
 /**

@@ -49,24 +49,38 @@ export function recordResumeRefusal(
   else deps.logger.info('resume', { ...fields, outcome: 'refused', errorCode: codeOf(error) });
 }
 
+/** Where a resume was asked and from which point, when not `GET /v1/streams/{streamId}` with `Last-Event-ID` / `?after`. */
+export interface ResumeOptions {
+  /** The path of the resumable route whose own URL was asked: only a stream that route started is found there. */
+  ownRoute?: string | undefined;
+  /**
+   * The seq of the last event the client has, instead of `Last-Event-ID` / `after`: a provider's
+   * own position (the Responses `starting_after`) mapped to a seq with the stream's log.
+   */
+  resumeAt?: ((stored: StoredStream) => Promise<number>) | undefined;
+  /**
+   * That own position itself, handed to the adapter's `resumedAfter`, so the error events a failed
+   * stream ends with are not sent again to a client that has them.
+   */
+  position?: number | undefined;
+}
+
 /**
  * Serves one resume: `GET /v1/streams/{streamId}` with `Last-Event-ID: <streamId>:<seq>` or
  * `?after=<seq>` (neither: from the first event), any route's stream; or a resumable passthrough
- * route's own URL (`ownRoute`, its path) with that `Last-Event-ID`, only a stream that route
- * started (another route's stream is 404 there). Replays every event after `seq` from the stream's log, then follows it
+ * route's own URL ({@link ResumeOptions.ownRoute}) with that `Last-Event-ID`, only a stream that
+ * route started (another route's stream is 404 there). Replays every event after `seq` from the stream's log, then follows it
  * live, and ends as the original ends (its terminator, or its error event in the route's
  * protocol). Refusals come before any header, in the route's error shape: 404 unknown or expired
  * stream, 403 another credential, 400 an event this stream never sent, 410
  * `ERR_TIDEGATE_RESUME_GAP` when some events after `seq` left the window; each is counted and
- * logged as any refusal ({@link recordResumeRefusal}). `resumeAt`, when
- * given, names the last event the client has instead of `Last-Event-ID` / `after` (a provider's
- * own position, such as the Responses `starting_after`, mapped to a seq with the stream's log);
- * `position` is that own position itself, handed to the adapter's `resumedAfter` so the error
- * events a failed stream ends with are not sent again to a client that has them.
+ * logged as any refusal ({@link recordResumeRefusal}). See {@link ResumeOptions} for a route's
+ * own URL and a provider's own position.
  *
  * Resolves when the resumed response ended.
  */
-export async function serveResume(req: Request, res: Response, streamId: string, deps: ResumeEndpointDeps, ownRoute?: string, resumeAt?: (stored: StoredStream) => Promise<number>, position?: number): Promise<void> {
+export async function serveResume(req: Request, res: Response, streamId: string, deps: ResumeEndpointDeps, options: ResumeOptions = {}): Promise<void> {
+  const { ownRoute, resumeAt, position } = options;
   const { service, logger } = deps;
   let errorShape: Pick<ProviderAdapter, 'sendHttpError'> = ownRoute === undefined ? deps.fallback(req) : deps.adapterOf(ownRoute);
   let routePath = '';

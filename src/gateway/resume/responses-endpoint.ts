@@ -44,7 +44,11 @@ export async function serveResponsesRetrieve(req: Request, res: Response, routeP
     return;
   }
   if (query.stream) {
-    return serveResume(req, res, resolved ?? '', deps, routePath, async (stored) => seqAfterSequenceNumber(await stored.snapshot(), query.startingAfter), query.startingAfter);
+    return serveResume(req, res, resolved ?? '', deps, {
+      ownRoute: routePath,
+      resumeAt: async (stored) => seqAfterSequenceNumber(await stored.snapshot(), query.startingAfter),
+      position: query.startingAfter,
+    });
   }
   try {
     const stored = resolved === undefined ? undefined : await deps.service.find(resolved);
