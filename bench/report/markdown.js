@@ -326,12 +326,51 @@ function setupSection(res, out) {
   if (rowsOf(S, 'SETUP').some(([n]) => n.endsWith('~no warm-up'))) out.push('The tidegate rows are the `tidegate` command as shipped: before it listens it relays `warmup.streams` streams (default 2,000) through its own routes against upstreams of its own ([gateway.md](gateway.md#warm-up)), and each run waits for it to listen. Its "(no warm-up)" rows run the same build with `warmup.streams: 0`.', '');
   out.push('CPU ms/stream = the proxy\'s CPU over the whole rate step / streams opened (set-up, two events, teardown), all its threads. Main thread ms/stream = the same for its main thread alone: a Node proxy\'s requests queue behind it, so near saturation its TTFB follows this figure.', '');
   const every = (y) => (y.ttfbP99Runs && y.ttfbP99Runs.length > 1 ? y.ttfbP99Runs.map(ms).join(' / ') : '–');
+  const everyCpu = (y) => (y.cpuMsPerStreamRuns && y.cpuMsPerStreamRuns.length > 1 && y.cpuMsPerStreamRuns.some((v) => v != null) ? y.cpuMsPerStreamRuns.map((v) => (v == null ? '–' : f(v, 2))).join(' / ') : '–');
   const rows = [];
   for (const [n, r] of rowsOf(S, 'SETUP')) {
-    if (!ok(r)) rows.push(errCells(n, r, 10));
-    else for (const y of r.byRate) rows.push([label(n), y.warm ? `${y.ratePerS}, warm` : y.ratePerS, f(y.ttfbMs.p50, 2), `**${f(y.ttfbMs.p99, 1)}**`, every(y), f(y.firstEventMs.p99, 1), y.cpuMsPerStream == null ? '–' : f(y.cpuMsPerStream, 3), y.mainCpuMsPerStream == null ? '–' : f(y.mainCpuMsPerStream, 3), `${y.completed}/${y.streamsTotal || y.streams}`, y.refused + y.failed]);
+    if (!ok(r)) rows.push(errCells(n, r, 11));
+    else for (const y of r.byRate) rows.push([label(n), y.warm ? `${y.ratePerS}, warm` : y.ratePerS, f(y.ttfbMs.p50, 2), `**${f(y.ttfbMs.p99, 1)}**`, every(y), f(y.firstEventMs.p99, 1), y.cpuMsPerStream == null ? '–' : f(y.cpuMsPerStream, 3), everyCpu(y), y.mainCpuMsPerStream == null ? '–' : f(y.mainCpuMsPerStream, 3), `${y.completed}/${y.streamsTotal || y.streams}`, y.refused + y.failed]);
   }
-  out.push(mdTable(['system', 'opened/s', 'TTFB p50 ms', 'TTFB p99 ms', 'TTFB p99 ms, every run', 'first event p99 ms', 'CPU ms/stream', 'main thread ms/stream', 'completed', 'refused or failed'], rows), '');
+  out.push(mdTable(['system', 'opened/s', 'TTFB p50 ms', 'TTFB p99 ms', 'TTFB p99 ms, every run', 'first event p99 ms', 'CPU ms/stream', 'CPU ms/stream, every run', 'main thread ms/stream', 'completed', 'refused or failed'], rows), '');
+  setupTailByCpu(S, out);
+}
+
+/**
+ * The judged rate's runs of every proxy (not "direct", not the warm rows), in four groups of
+ * about the same size by their CPU ms/stream, lowest first: how many runs, their CPU range and
+ * their median TTFB p99. Nothing when fewer than eight runs measured both figures.
+ */
+function setupTailByCpu(S, out) {
+  const runs = [];
+  let judged = null;
+  for (const [n, r] of rowsOf(S, 'SETUP')) {
+    if (!ok(r) || n === 'direct') continue;
+    const rates = r.byRate.filter((y) => !y.warm).map((y) => y.ratePerS);
+    judged = Math.max(judged ?? 0, ...rates);
+  }
+  for (const [n, r] of rowsOf(S, 'SETUP')) {
+    if (!ok(r) || n === 'direct') continue;
+    const y = r.byRate.find((x) => !x.warm && x.ratePerS === judged);
+    if (!y || !y.cpuMsPerStreamRuns || !y.ttfbP99Runs) continue;
+    y.cpuMsPerStreamRuns.forEach((cpu, i) => {
+      const p99 = y.ttfbP99Runs[i];
+      if (cpu != null && p99 != null) runs.push({ cpu, p99 });
+    });
+  }
+  if (runs.length < 8) return;
+  runs.sort((a, b) => a.cpu - b.cpu);
+  const middle = (xs) => {
+    const a = [...xs].sort((x, y) => x - y);
+    const m = a.length >> 1;
+    return a.length % 2 ? a[m] : (a[m - 1] + a[m]) / 2;
+  };
+  const rows = [0, 1, 2, 3].map((q) => {
+    const part = runs.slice(Math.round((q * runs.length) / 4), Math.round(((q + 1) * runs.length) / 4));
+    return [`${f(part[0].cpu, 2)}–${f(part[part.length - 1].cpu, 2)}`, part.length, ms(middle(part.map((x) => x.p99)))];
+  });
+  out.push(`TTFB p99 at ${judged}/s by the run's CPU per stream: every run of every proxy above at that rate (the warm rows left out), in four groups of about the same size by CPU ms/stream. The proxy, the load generator and the upstream share the machine's cores, so a run that costs more CPU per stream leaves less room for the queue of new connections to drain.`, '');
+  out.push(mdTable(['CPU ms/stream', 'runs', 'median TTFB p99 ms'], rows), '');
 }
 
 function mapSection(res, out, charts) {
