@@ -165,8 +165,11 @@ async function waitForPort(port, timeoutMs = 10000, rec) {
     if (rec && rec.exited) throw new Error(`${rec.name} exited early (${JSON.stringify(rec.exited)}): ${rec.stderrTail}`);
     const ok = await new Promise((resolve) => {
       const s = net.connect({ host: '127.0.0.1', port }, () => {
+        // A connect to a local port nothing listens on can meet itself (TCP simultaneous open)
+        // when the kernel picks that very port as its source: not a listener.
+        const self = s.localPort === port;
         s.destroy();
-        resolve(true);
+        resolve(!self);
       });
       s.on('error', () => resolve(false));
       s.setTimeout(500, () => {
