@@ -1,35 +1,14 @@
-import * as path from 'path';
+import { markdown, runResults, type Skipped } from './run-results';
 
 // docs/benchmarks.md's method lists the systems of the run it describes: a baseline this machine
 // could not run (nginx not installed) is named once, as skipped with its reason, never as a row of
 // the systems table.
 
-interface Skipped {
-  target: string;
-  why: string;
-}
-type Markdown = (res: object, charts: Record<string, boolean>) => string;
-const { markdown } = require(path.join(__dirname, '../../bench/report/markdown')) as { markdown: Markdown };
-
 const NGINX_WHY = 'nginx not installed (apt-get install nginx-light)';
 const row = { cpuSPerGb: 1, mbPerS: 100, fffd: 0 };
 
 function results(skipped: Skipped[], rows: string[]): object {
-  const S2 = Object.fromEntries(rows.map((n) => [n, row]));
-  return {
-    mode: 'full',
-    startedAt: '2026-01-01T00:00:00.000Z',
-    command: 'npm run bench',
-    durationS: 60,
-    build: { short: 'abcdef0123', dirty: false },
-    ref: null,
-    variants: [],
-    machine: { nproc: 2, model: 'test', memGb: 4, kernel: '6', node: 'v20', fdHard: 1024, loadavgStart: [0], loadavgEnd: [0] },
-    params: {},
-    gatewayCommand: 'dist/gateway/cli.js --port PORT',
-    skipped,
-    scenarios: { S2 },
-  };
+  return runResults({ S2: Object.fromEntries(rows.map((n) => [n, row])) }, skipped);
 }
 
 /** The method section: from "## Method" to the next "## ". */

@@ -1,10 +1,7 @@
-import * as path from 'path';
+import { markdown, runResults } from './run-results';
 
 // docs/benchmarks.md's set-up section: every run's CPU per stream beside every run's TTFB p99,
 // and the judged rate's runs of every proxy grouped by their CPU per stream.
-
-type Markdown = (res: object, charts: Record<string, boolean>) => string;
-const { markdown } = require(path.join(__dirname, '../../bench/report/markdown')) as { markdown: Markdown };
 
 /** One rate's row as bench/scenarios/setup.js merges it, from its runs' CPU ms/stream and TTFB p99. */
 function rate(ratePerS: number, cpu: number[], p99: number[], warm = false): object {
@@ -27,20 +24,7 @@ function rate(ratePerS: number, cpu: number[], p99: number[], warm = false): obj
 }
 
 function results(setup: Record<string, object>): object {
-  return {
-    mode: 'full',
-    startedAt: '2026-01-01T00:00:00.000Z',
-    command: 'npm run bench',
-    durationS: 60,
-    build: { short: 'abcdef0123', dirty: false },
-    ref: null,
-    variants: [],
-    machine: { nproc: 2, model: 'test', memGb: 4, kernel: '6', node: 'v20', fdHard: 1024, loadavgStart: [0], loadavgEnd: [0] },
-    params: {},
-    gatewayCommand: 'dist/gateway/cli.js --port PORT',
-    skipped: [],
-    scenarios: { SETUP: setup },
-  };
+  return runResults({ SETUP: setup });
 }
 
 /** The markdown table that follows the line starting with `title`, as rows of trimmed cells. */
