@@ -314,6 +314,14 @@ describe('tidegate CLI: configuration', () => {
     expect(cli.stderr().trim()).toBe('tidegate: invalid --warmup-streams: expected a decimal number, got "0x10"');
   });
 
+  it("names a number flag's value as typed when the schema refuses it, not as converted", async () => {
+    const cli = run(['--port', '1e20', '--warmup-streams', '0']);
+    children.push(cli.child);
+    expect(await cli.exit).toBe(1);
+    expect(cli.stderr()).toContain('(from --port 1e20)');
+    expect(cli.stderr()).not.toContain('100000000000000000000');
+  });
+
   it('neither keeps nor announces the embedded simulator when the gateway cannot start', async () => {
     const file = path.join(dir, 'redis.yaml');
     writeFileSync(file, 'routes:\n  - path: /v1/chat/completions\n    provider: openai\n    resume: { store: redis }\n');

@@ -93,7 +93,8 @@ async function main(): Promise<void> {
     file: values.config ?? process.env.TIDEGATE_CONFIG,
     env: process.env,
     overrides: Object.fromEntries(flagged.map(([field, , value]) => [field, value])),
-    overrideOrigins: Object.fromEntries(flagged.flatMap(([field, flag, value]) => (value === undefined ? [] : [[field, flagOrigin(flag, value)]]))),
+    // An error names a flag's value as typed (`--port 1e20`), not as converted.
+    overrideOrigins: Object.fromEntries(flagged.flatMap(([field, flag, value]) => (value === undefined ? [] : [[field, flagOrigin(flag, (values as Record<string, typeof value>)[flag] ?? value)]]))),
     extraRoutes,
   });
   const logger = createLogger();
