@@ -3,6 +3,7 @@
 // scenario, the targets with their verdicts, a before/after table for --ref runs, and a short
 // analysis computed from those tables (it states nothing the tables do not show).
 const { cutText, kernelTcpCell, consumerLabel, label, fmtB, f, esc, ok, mdTable } = require('./charts');
+const { median } = require('../lib/stats');
 
 /** The run a scenario's figures came from (merge.js may take a scenario from another run). */
 function runOf(res, key) {
@@ -325,8 +326,10 @@ function setupSection(res, out) {
   );
   if (rowsOf(S, 'SETUP').some(([n]) => n.endsWith('~no warm-up'))) out.push('The tidegate rows are the `tidegate` command as shipped: before it listens it relays `warmup.streams` streams (default 2,000) through its own routes against upstreams of its own ([gateway.md](gateway.md#warm-up)), and each run waits for it to listen. Its "(no warm-up)" rows run the same build with `warmup.streams: 0`.', '');
   out.push('CPU ms/stream = the proxy\'s CPU over the whole rate step / streams opened (set-up, two events, teardown), all its threads. Main thread ms/stream = the same for its main thread alone: a Node proxy\'s requests queue behind it, so near saturation its TTFB follows this figure.', '');
-  const every = (y) => (y.ttfbP99Runs && y.ttfbP99Runs.length > 1 ? y.ttfbP99Runs.map(ms).join(' / ') : '–');
-  const everyCpu = (y) => (y.cpuMsPerStreamRuns && y.cpuMsPerStreamRuns.length > 1 && y.cpuMsPerStreamRuns.some((v) => v != null) ? y.cpuMsPerStreamRuns.map((v) => (v == null ? '–' : f(v, 2))).join(' / ') : '–');
+  // Each run's figure, `–` for a run without one; `–` alone when there was one run or no figure.
+  const perRun = (values, fmt) => (values && values.length > 1 && values.some((v) => v != null) ? values.map((v) => (v == null ? '–' : fmt(v))).join(' / ') : '–');
+  const every = (y) => perRun(y.ttfbP99Runs, ms);
+  const everyCpu = (y) => perRun(y.cpuMsPerStreamRuns, (v) => f(v, 2));
   const rows = [];
   for (const [n, r] of rowsOf(S, 'SETUP')) {
     if (!ok(r)) rows.push(errCells(n, r, 11));
@@ -360,14 +363,9 @@ function setupTailByCpu(S, out) {
   }
   if (runs.length < 8) return;
   runs.sort((a, b) => a.cpu - b.cpu);
-  const middle = (xs) => {
-    const a = [...xs].sort((x, y) => x - y);
-    const m = a.length >> 1;
-    return a.length % 2 ? a[m] : (a[m - 1] + a[m]) / 2;
-  };
   const rows = [0, 1, 2, 3].map((q) => {
     const part = runs.slice(Math.round((q * runs.length) / 4), Math.round(((q + 1) * runs.length) / 4));
-    return [`${f(part[0].cpu, 2)}–${f(part[part.length - 1].cpu, 2)}`, part.length, ms(middle(part.map((x) => x.p99)))];
+    return [`${f(part[0].cpu, 2)}–${f(part[part.length - 1].cpu, 2)}`, part.length, ms(median(part.map((x) => x.p99)))];
   });
   out.push(`TTFB p99 at ${judged}/s by the run's CPU per stream: every run of every proxy above at that rate (the warm rows left out), in four groups of about the same size by CPU ms/stream. The proxy, the load generator and the upstream share the machine's cores, so a run that costs more CPU per stream leaves less room for the queue of new connections to drain.`, '');
   out.push(mdTable(['CPU ms/stream', 'runs', 'median TTFB p99 ms'], rows), '');

@@ -25,18 +25,11 @@
 // round's count.
 const procs = require('../lib/procs');
 const { table, percentile, sum } = require('../lib/harness');
+const { median } = require('../lib/stats');
 
 function stats(values) {
   const a = values.filter((v) => typeof v === 'number').sort((x, y) => x - y);
   return { n: a.length, p50: percentile(a, 0.5), p99: percentile(a, 0.99), max: a.length ? a[a.length - 1] : null };
-}
-
-/** The median of the numbers in `values` (the mean of the middle two for an even count); null if none. */
-function median(values) {
-  const a = values.filter((v) => typeof v === 'number' && Number.isFinite(v)).sort((x, y) => x - y);
-  if (!a.length) return null;
-  const m = a.length >> 1;
-  return a.length % 2 ? a[m] : (a[m - 1] + a[m]) / 2;
 }
 
 /** One rate's figures over the rounds `xs` (a round that failed is null). */
